@@ -1,0 +1,43 @@
+"""anole_jobs: a durable, at-least-once job queue for Django.
+
+Public names (SPEC §13): ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["Canceled", "Enqueued", "InvalidJob", "Job", "Unique", "jobs", "kind", "sql"]
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from anole_jobs.api import jobs
+    from anole_jobs.errors import Canceled, InvalidJob
+    from anole_jobs.job import Job
+    from anole_jobs.kinds import kind
+    from anole_jobs.records import Enqueued
+    from anole_jobs.stores.database.ddl import sql
+    from anole_jobs.unique import Unique
+
+_LAZY = {
+    "jobs": "anole_jobs.api",
+    "kind": "anole_jobs.kinds",
+    "Job": "anole_jobs.job",
+    "Unique": "anole_jobs.unique",
+    "Enqueued": "anole_jobs.records",
+    "InvalidJob": "anole_jobs.errors",
+    "Canceled": "anole_jobs.errors",
+    "sql": "anole_jobs.stores.database.ddl",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so that `INSTALLED_APPS = ["anole_jobs"]` imports nothing that needs settings.
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'anole_jobs' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

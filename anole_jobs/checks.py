@@ -1,0 +1,89 @@
+"""Django system checks `anole_jobs.E0xx` / `W0xx` (R10): every misconfiguration a user can
+make, reported by `manage.py check` without connecting to any server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core import checks
+
+from anole_jobs import conf
+
+
+@checks.register("anole_jobs")
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    messages: list[checks.CheckMessage] = [
+        checks.Error(problem.message, hint=problem.hint, id=problem.id)
+        for problem in conf.problems()
+    ]
+    if messages:
+        return messages
+    settings = conf.read_settings()
+    messages.extend(_kind_queues(settings))
+    messages.extend(_admin_permission(settings))
+    messages.extend(_store_extras(settings))
+    return messages
+
+
+def _kind_queues(settings: conf.Settings) -> list[checks.CheckMessage]:
+    from anole_jobs.kinds import registry
+
+    if settings.deployment == "lambda":
+        return []
+    return [
+        checks.Warning(
+            f"kind {spec.name!r} uses queue {spec.queue!r}, which is not in ANOLE_JOBS['QUEUES']; "
+            "its jobs will wait until a worker runs that queue",
+            hint=f"add {spec.queue!r} to QUEUES, or pass queue= when enqueueing",
+            id="anole_jobs.W001",
+        )
+        for spec in registry.kinds()
+        if spec.queue not in settings.queues
+    ]
+
+
+def _admin_permission(settings: conf.Settings) -> list[checks.CheckMessage]:
+    permission = settings.admin_permission
+    if not isinstance(permission, str):
+        return []
+    from django.utils.module_loading import import_string
+
+    try:
+        target = import_string(permission)
+    except ImportError as exc:
+        return [
+            checks.Error(
+                f"ANOLE_JOBS['ADMIN_PERMISSION'] {permission!r} cannot be imported: {exc}",
+                id="anole_jobs.E010",
+            )
+        ]
+    if not callable(target):
+        return [checks.Error(f"ADMIN_PERMISSION {permission!r} is not callable", id="anole_jobs.E010")]
+    return []
+
+
+def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:
+    messages: list[checks.CheckMessage] = []
+    if settings.store.kind == "database" and settings.store.vendor == "postgresql":
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            messages.append(
+                checks.Error(
+                    "the PostgreSQL jobs store needs psycopg 3",
+                    hint='pip install "anole-jobs[postgres]"',
+                    id="anole_jobs.E011",
+                )
+            )
+    if settings.store.kind == "redis":
+        try:
+            import django_redis  # noqa: F401
+        except ImportError:
+            messages.append(
+                checks.Error(
+                    "the Redis jobs store needs django-redis",
+                    hint='pip install "anole-jobs[redis]"',
+                    id="anole_jobs.E012",
+                )
+            )
+    return messages

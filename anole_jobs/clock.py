@@ -1,0 +1,37 @@
+"""The ONLY reader of time in anole_jobs (R11, R24).
+
+Every time written to a store comes from the configured `CLOCK`; the runtime's timeouts and
+waits use `monotonic()`. Keeping both here makes the fake clock cover every code path: a lint
+rule bans other reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+Clock = Callable[[], datetime]
+
+
+def system_clock() -> datetime:
+    """The default `CLOCK`: the wall time, aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def monotonic() -> float:
+    """Seconds on a clock that never goes back; for deadlines and intervals, never stored."""
+    return time.monotonic()
+
+
+def checked(clock: Clock) -> Clock:
+    """Wrap `clock` so a naive or non-datetime reading fails loudly instead of corrupting rows."""
+
+    def read() -> datetime:
+        now = clock()
+        if not isinstance(now, datetime) or now.tzinfo is None:
+            raise TypeError(f"CLOCK must return an aware datetime, got {now!r}")
+        return now.astimezone(UTC)
+
+    read.__wrapped__ = clock  # type: ignore[attr-defined]
+    return read

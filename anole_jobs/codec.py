@@ -1,0 +1,602 @@
+"""Job arguments and meta as JSON: dataclass instances in, plain JSON data out, and back (R3, R6).
+
+This module owns the one mapping between an args dataclass and its stored JSON form: which
+Python values may appear in arguments and how each is written (`encode_args`), how a stored
+payload is read back and checked against the field annotations and field rules (`decode_args`),
+the enqueue-time check that runs both exactly as the worker will (`check_args`), meta
+validation (`ensure_json_object`) and the canonical text used for unique keys (`canonical_json`).
+
+A leaf module: it imports only the standard library, ``django.core.exceptions`` and
+``anole_jobs.errors`` — never the registry, stores or runtime. Nothing is pickled or imported
+from a payload; a payload can only name values of the types the annotations allow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+from collections.abc import Callable
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from enum import Enum
+from typing import (  # noqa: UP035 - bare typing.Tuple must be recognised
+    Annotated,
+    Any,
+    Literal,
+    Tuple,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+from uuid import UUID
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+
+from anole_jobs.errors import InvalidJob
+
+__all__ = [
+    "DecodeError",
+    "canonical_json",
+    "check_args",
+    "decode_args",
+    "encode_args",
+    "ensure_json_object",
+]
+
+T = TypeVar("T")
+
+_SUPPORTED = (
+    "supported: int, float, str, bool, None, list, tuple, dict with str keys, dataclass, "
+    "aware datetime, date, Decimal, UUID"
+)
+_MAX_ERRORS = 20  # a payload with thousands of bad items must not make a megabyte message
+
+
+class DecodeError(InvalidJob):
+    """A payload that does not decode into its args dataclass (types or field rules).
+
+    Raised by `decode_args`; the worker discards such a job (R6) since it can never pass.
+    """
+
+
+def _fail(cls: type[InvalidJob], errors: list[str]) -> InvalidJob:
+    shown = errors[:_MAX_ERRORS]
+    if len(errors) > _MAX_ERRORS:
+        shown.append(f"... and {len(errors) - _MAX_ERRORS} more")
+    return cls("; ".join(shown))
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _got(value: object) -> str:
+    return f"got {type(value).__name__} {_short(value)}"
+
+
+# --- encoding ----------------------------------------------------------------------------------
+
+_INIT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(cls: type) -> tuple[str, ...]:
+    # Only init fields are stored: decoding passes them to the constructor; the others are
+    # derived (usually in __post_init__) and would only bloat the payload and its unique key.
+    names = _INIT_FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+        _INIT_FIELDS[cls] = names
+    return names
+
+
+def _not_json(value: object, path: str) -> str:
+    kind = type(value).__name__
+    if isinstance(value, Enum):
+        hint = "store its .value instead; enums are not supported"
+    elif isinstance(value, set | frozenset):
+        hint = "use a list or tuple"
+    elif isinstance(value, bytes | bytearray | memoryview):
+        hint = "decode it to str, e.g. with base64"
+    elif isinstance(value, type) and dataclasses.is_dataclass(value):
+        hint = "a dataclass class, not an instance"
+    else:
+        hint = _SUPPORTED
+    return f"{path}: value of type {kind} is not JSON ({hint})"
+
+
+def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
+    """Return `value` as plain JSON data, appending a message to `errors` for each bad part.
+
+    With `rich`, dataclass instances, datetimes, dates, Decimals and UUIDs are written in their
+    JSON form (argument encoding); without it only plain JSON is accepted (meta).
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, Enum):
+        if not rich and isinstance(value, int | str):
+            return value.value  # IntEnum/StrEnum in meta serialise as their values anyway
+        errors.append(_not_json(value, path))
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            errors.append(f"{path}: {value!r} is not JSON (NaN and infinities are not allowed)")
+            return None
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_to_json(item, f"{path}[{i}]", errors, rich) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                errors.append(
+                    f"{path}: dict key {_short(key)} of type {type(key).__name__} is not a str "
+                    "(JSON object keys are strings)"
+                )
+                continue
+            out[str(key)] = _to_json(item, f"{path}[{key!r}]", errors, rich)
+        return out
+    if rich:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {
+                name: _to_json(getattr(value, name), f"{path}.{name}", errors, rich)
+                for name in _init_fields(type(value))
+            }
+        if isinstance(value, datetime):
+            if value.utcoffset() is None:
+                errors.append(
+                    f"{path}: datetime {value.isoformat()} is naive; make it timezone-aware "
+                    "(e.g. django.utils.timezone.make_aware, or tzinfo=datetime.UTC)"
+                )
+                return None
+            return value.isoformat()
+        if isinstance(value, date):
+            return value.isoformat()
+        if isinstance(value, Decimal):
+            if not value.is_finite():
+                errors.append(f"{path}: Decimal {value} is not allowed (only finite values)")
+                return None
+            return str(value)
+        if isinstance(value, UUID):
+            return str(value)
+    errors.append(_not_json(value, path))
+    return None
+
+
+def encode_args(value: object) -> dict[str, Any]:
+    """Return the JSON form of a dataclass instance: a dict holding only JSON types.
+
+    Tuples become lists, nested dataclasses dicts, aware datetimes ISO 8601 strings, dates
+    ``YYYY-MM-DD``, Decimals and UUIDs strings. Anything else (sets, bytes, enums, NaN,
+    non-str dict keys, naive datetimes...) raises `InvalidJob` naming every offending path.
+    """
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        raise InvalidJob(
+            f"job arguments must be a dataclass instance, got {type(value).__name__}; "
+            "decorate the class with @kind(...) and @dataclass and pass an instance"
+        )
+    errors: list[str] = []
+    try:
+        encoded = _to_json(value, type(value).__name__, errors, rich=True)
+    except RecursionError:
+        raise InvalidJob(f"{type(value).__name__}: arguments are nested too deeply (or cyclic)")
+    if errors:
+        raise _fail(InvalidJob, errors)
+    return encoded
+
+
+def ensure_json_object(value: object, *, name: str = "meta") -> dict[str, Any]:
+    """Return `value` as a fresh dict of plain JSON types (None gives ``{}``).
+
+    Anything but a dict with str keys whose content is JSON raises `InvalidJob` naming `name`
+    and the path of each offending value.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidJob(
+            f"{name} must be a JSON object (a dict with str keys), got {type(value).__name__}"
+        )
+    errors: list[str] = []
+    try:
+        copy = _to_json(value, name, errors, rich=False)
+    except RecursionError:
+        raise InvalidJob(f"{name}: nested too deeply (or cyclic)")
+    if errors:
+        raise _fail(InvalidJob, errors)
+    return copy
+
+
+def canonical_json(value: object) -> str:
+    """Return the one text of JSON `value` that does not depend on dict key order (unique keys)."""
+    try:
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise InvalidJob(f"value is not canonical JSON: {exc}")
+
+
+# --- decoding ----------------------------------------------------------------------------------
+
+# A decoder takes (data, path, errors) and returns the decoded value, or _INVALID after
+# appending at least one message to errors. Decoders are built once per annotation and cached.
+_Decoder = Callable[[Any, str, list[str]], Any]
+_INVALID: Any = object()
+_DECODERS: dict[object, _Decoder] = {}
+_NoneType = type(None)
+
+
+class _Unsupported(Exception):  # noqa: N818 - internal signal, never escapes this module
+    pass
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    decode: _Decoder
+    required: bool
+    validators: tuple[Callable[[Any], object], ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    fields: tuple[_Field, ...]
+    clean: bool
+
+
+_PLANS: dict[type, _Plan] = {}
+
+
+def _type_name(tp: object) -> str:
+    if tp is _NoneType or tp is None:
+        return "None"
+    if isinstance(tp, type) and get_origin(tp) is None:
+        return tp.__name__
+    return repr(tp).replace("typing.", "").replace("datetime.", "").replace("decimal.", "")
+
+
+def _simple(name: str, accept: Callable[[Any], bool], convert: Callable[[Any], Any]) -> _Decoder:
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        if accept(data):
+            return convert(data)
+        errors.append(f"{path}: expected {name}, {_got(data)}")
+        return _INVALID
+
+    return decode
+
+
+def _parsed(name: str, parse: Callable[[Any], Any]) -> _Decoder:
+    """A decoder for a type stored as text; `parse` raises ValueError with a reason."""
+
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        if not isinstance(data, str):
+            errors.append(f"{path}: expected {name} (as a string), {_got(data)}")
+            return _INVALID
+        try:
+            return parse(data)
+        except (ValueError, ArithmeticError) as exc:
+            errors.append(f"{path}: {_short(data)} is not a valid {name} ({exc})")
+            return _INVALID
+
+    return decode
+
+
+def _parse_datetime(text: str) -> datetime:
+    value = datetime.fromisoformat(text)
+    if value.utcoffset() is None:
+        raise ValueError("it has no UTC offset; a stored datetime must be timezone-aware")
+    return value
+
+
+def _parse_decimal(text: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ValueError("not a number")
+    if not value.is_finite():
+        raise ValueError("only finite values are allowed")
+    return value
+
+
+def _to_float(data: Any) -> float:
+    return float(data)
+
+
+def _is_int(data: Any) -> bool:
+    return isinstance(data, int) and not isinstance(data, bool)
+
+
+def _is_number(data: Any) -> bool:
+    return (isinstance(data, int) and not isinstance(data, bool)) or (
+        isinstance(data, float) and math.isfinite(data)
+    )
+
+
+def _decode_any(data: Any, path: str, errors: list[str]) -> Any:
+    before = len(errors)
+    value = _to_json(data, path, errors, rich=False)
+    return _INVALID if len(errors) > before else value
+
+
+def _decoder(tp: object) -> _Decoder:
+    # Unions compare equal whatever their order (int | float == float | int), yet the first
+    # alternative wins; the repr tells them apart. Only plans call this, so it is cold.
+    key = (tp, repr(tp))
+    try:
+        return _DECODERS[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable annotation (e.g. Annotated metadata): build uncached
+        return _build(tp)
+    decoder = _DECODERS[key] = _build(tp)
+    return decoder
+
+
+def _build(tp: object) -> _Decoder:
+    origin, args = get_origin(tp), get_args(tp)
+    name = _type_name(tp)
+    if origin is Annotated:
+        return _decoder(args[0])
+    if tp is Any or tp is object:
+        return _decode_any
+    if tp is None or tp is _NoneType:
+        return _simple("None", lambda d: d is None, lambda d: d)
+    if tp is bool:
+        return _simple("bool", lambda d: isinstance(d, bool), bool)
+    if tp is int:
+        return _simple("int", _is_int, int)
+    if tp is float:
+        return _simple("float", _is_number, _to_float)
+    if tp is str:
+        return _simple("str", lambda d: isinstance(d, str), str)
+    if tp is datetime:
+        return _parsed("datetime", _parse_datetime)
+    if tp is date:
+        return _parsed("date", date.fromisoformat)
+    if tp is Decimal:
+        return _parsed("Decimal", _parse_decimal)
+    if tp is UUID:
+        return _parsed("UUID", UUID)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass_decoder(tp)
+    if tp is list or origin is list:
+        return _list_decoder(name, _decoder(args[0] if args else Any))
+    if tp is tuple or tp is Tuple:  # noqa: UP006 - bare typing.Tuple is tuple[Any, ...]
+        return _tuple_decoder(name, _decode_any, None)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return _tuple_decoder(name, _decoder(args[0]), None)
+        if args in ((), ((),)):  # tuple[()]: the empty tuple
+            return _tuple_decoder(name, None, ())
+        return _tuple_decoder(name, None, tuple(_decoder(a) for a in args))
+    if tp is dict or origin is dict:
+        if args and args[0] not in (str, Any):
+            raise _Unsupported(f"{name} is not supported (JSON object keys are str)")
+        return _dict_decoder(name, _decoder(args[1] if args else Any))
+    if origin is Union or origin is types.UnionType:
+        return _union_decoder(name, args)
+    if origin is Literal:
+        return _literal_decoder(name, args)
+    raise _Unsupported(
+        f"{name} is not supported ({_SUPPORTED}, and list[T], tuple[...], dict[str, T], "
+        "Optional, Union, Literal, Any)"
+    )
+
+
+def _list_decoder(name: str, item: _Decoder) -> _Decoder:
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        if not isinstance(data, list):
+            errors.append(f"{path}: expected {name}, {_got(data)}")
+            return _INVALID
+        out = [item(x, f"{path}[{i}]", errors) for i, x in enumerate(data)]
+        return _INVALID if any(x is _INVALID for x in out) else out
+
+    return decode
+
+
+def _tuple_decoder(
+    name: str, rest: _Decoder | None, items: tuple[_Decoder, ...] | None
+) -> _Decoder:
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        if not isinstance(data, list | tuple):
+            errors.append(f"{path}: expected {name}, {_got(data)}")
+            return _INVALID
+        if items is not None and len(data) != len(items):
+            errors.append(f"{path}: expected {name} of length {len(items)}, got {len(data)} items")
+            return _INVALID
+        decoders = items if items is not None else (rest,) * len(data)
+        out = tuple(
+            decode_item(x, f"{path}[{i}]", errors)
+            for i, (decode_item, x) in enumerate(zip(decoders, data, strict=True))
+            if decode_item is not None
+        )
+        return _INVALID if any(x is _INVALID for x in out) else out
+
+    return decode
+
+
+def _dict_decoder(name: str, value: _Decoder) -> _Decoder:
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        if not isinstance(data, dict):
+            errors.append(f"{path}: expected {name}, {_got(data)}")
+            return _INVALID
+        out: dict[str, Any] = {}
+        ok = True
+        for key, item in data.items():
+            if not isinstance(key, str):
+                errors.append(f"{path}: dict key {_short(key)} is not a str")
+                ok = False
+                continue
+            out[key] = decoded = value(item, f"{path}[{key!r}]", errors)
+            ok = ok and decoded is not _INVALID
+        return out if ok else _INVALID
+
+    return decode
+
+
+def _union_decoder(name: str, args: tuple[object, ...]) -> _Decoder:
+    allows_none = _NoneType in args
+    others = [a for a in args if a is not _NoneType]
+    if len(others) == 1:  # Optional[T]: report T's own (possibly nested) messages
+        only = _decoder(others[0])
+
+        def decode_optional(data: Any, path: str, errors: list[str]) -> Any:
+            return None if data is None and allows_none else only(data, path, errors)
+
+        return decode_optional
+    alternatives = [_decoder(a) for a in args]
+
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        for alternative in alternatives:  # the first alternative that accepts the data wins
+            scratch: list[str] = []
+            value = alternative(data, path, scratch)
+            if not scratch:
+                return value
+        errors.append(f"{path}: expected {name}, {_got(data)}")
+        return _INVALID
+
+    return decode
+
+
+def _literal_decoder(name: str, allowed: tuple[object, ...]) -> _Decoder:
+    # Compare types too: True == 1 and 1 == 1.0, but Literal[1] should not accept True or 1.0.
+    pairs = [(type(a), a) for a in allowed]
+
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        for kind, value in pairs:
+            if type(data) is kind and data == value:
+                return value
+        errors.append(f"{path}: expected one of {list(allowed)!r}, {_got(data)}")
+        return _INVALID
+
+    return decode
+
+
+def _plan(cls: type) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is not None:
+        return plan
+    try:
+        hints = get_type_hints(cls, include_extras=True)
+    except Exception as exc:  # NameError for an undefined name, TypeError for bad syntax...
+        raise DecodeError(f"{cls.__name__}: cannot resolve the field annotations ({exc!r})")
+    fields = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        try:
+            decode = _decoder(hints.get(f.name, Any))
+        except _Unsupported as exc:
+            decode = _unsupported(str(exc))
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        validators = tuple(f.metadata.get("validators", ()))
+        fields.append(_Field(f.name, decode, required, validators))
+    plan = _PLANS[cls] = _Plan(tuple(fields), callable(getattr(cls, "clean", None)))
+    return plan
+
+
+def _unsupported(message: str) -> _Decoder:
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        errors.append(f"{path}: field type {message}")
+        return _INVALID
+
+    return decode
+
+
+def _rule_messages(exc: Exception, path: str) -> list[str]:
+    if isinstance(exc, ValidationError):
+        if hasattr(exc, "error_dict"):  # ValidationError({"field": ...}) from clean()
+            out = []
+            for key, messages in exc.message_dict.items():
+                where = path if key == NON_FIELD_ERRORS else f"{path}.{key}"
+                out.extend(f"{where}: {message}" for message in messages)
+            return out
+        return [f"{path}: {message}" for message in exc.messages]
+    return [f"{path}: {exc}"]
+
+
+def _decode_object(cls: type, data: Any, path: str, errors: list[str]) -> Any:
+    if not isinstance(data, dict):
+        errors.append(f"{path}: expected {cls.__name__} (a JSON object), {_got(data)}")
+        return _INVALID
+    plan = _plan(cls)
+    before = len(errors)
+    kwargs: dict[str, Any] = {}
+    for f in plan.fields:  # keys that are not fields are ignored (see decode_args)
+        if f.name not in data:
+            if f.required:  # a missing field with a default takes it, unvalidated
+                errors.append(f"{path}.{f.name}: missing required field")
+            continue
+        where = f"{path}.{f.name}"
+        kwargs[f.name] = value = f.decode(data[f.name], where, errors)
+        if value is _INVALID:
+            continue
+        for validator in f.validators:
+            try:
+                validator(value)
+            except (ValidationError, ValueError) as exc:
+                errors.extend(_rule_messages(exc, where))
+    if len(errors) > before:  # clean() may rely on every field being valid
+        return _INVALID
+    try:
+        instance = cls(**kwargs)
+    except (ValidationError, ValueError, TypeError) as exc:  # from __post_init__
+        errors.extend(_rule_messages(exc, path))
+        return _INVALID
+    if plan.clean:
+        try:
+            instance.clean()
+        except (ValidationError, ValueError) as exc:
+            errors.extend(_rule_messages(exc, path))
+            return _INVALID
+    return instance
+
+
+def _dataclass_decoder(cls: type) -> _Decoder:
+    # The plan is looked up at call time, so a self-referencing dataclass builds fine.
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        return _decode_object(cls, data, path, errors)
+
+    return decode
+
+
+def decode_args(cls: type[T], data: object) -> T:
+    """Return the instance of dataclass `cls` that JSON `data` (a dict) describes.
+
+    Each field is checked against its annotation (bool is not an int; an int is accepted for a
+    float; datetimes must carry an offset), then against its field rules: the Django validators
+    in ``field(metadata={"validators": [...]})``, then the instance's ``clean()`` if it has one.
+    Keys that are not fields are ignored, so a payload written by a newer release still decodes
+    during a rolling deploy; a missing field with a default takes the default. Every violation
+    found is reported in one `DecodeError`, each message naming the field's path.
+    """
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise DecodeError(f"decode_args needs a dataclass, got {cls!r}")
+    errors: list[str] = []
+    try:
+        instance = _decode_object(cls, data, cls.__name__, errors)
+    except RecursionError:
+        raise DecodeError(f"{cls.__name__}: arguments are nested too deeply")
+    if errors:
+        raise _fail(DecodeError, errors)
+    return instance  # type: ignore[no-any-return]
+
+
+def check_args(value: object) -> dict[str, Any]:
+    """Encode `value` and decode it back exactly as the worker will; return the encoded dict.
+
+    This is the enqueue-time check: it raises `InvalidJob` (`DecodeError` for type and field
+    rule violations) so that a job which could never run is refused at once.
+    """
+    encoded = encode_args(value)
+    decode_args(type(value), encoded)
+    return encoded

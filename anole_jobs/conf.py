@@ -1,0 +1,400 @@
+"""A typed, lazily read view of ``settings.ANOLE_JOBS`` (R9–R11).
+
+`read_settings()` parses the dict once per settings change and either returns a `Settings` or
+raises `ConfigurationError` listing every problem. `problems()` returns the same findings as
+data for the system checks, which must never raise nor connect to a server.
+
+Leaf rule: imports only Django settings helpers, `durations`, `clock` and `errors`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.utils.module_loading import import_string
+
+from anole_jobs.clock import Clock, checked, system_clock
+from anole_jobs.durations import to_timedelta
+from anole_jobs.errors import ConfigurationError
+
+KNOWN_KEYS = (
+    "STORE",
+    "QUEUES",
+    "RUN",
+    "DEPLOYMENT",
+    "CLOCK",
+    "LEASE",
+    "MIGRATE",
+    "TABLE_PREFIX",
+    "KEY_PREFIX",
+    "NOTIFY",
+    "PRUNE",
+    "CRON",
+    "METRICS",
+    "TRACING",
+    "ADMIN_PERMISSION",
+)
+QUEUE_KEYS = ("concurrency", "drain_timeout")
+PRUNE_STATES = ("completed", "dead", "cancelled")
+DEFAULT_PRUNE = {
+    "completed": timedelta(hours=24),
+    "dead": timedelta(days=30),
+    "cancelled": timedelta(days=7),
+}
+SUPPORTED_VENDOR_ENGINES = {
+    "django.db.backends.sqlite3": "sqlite",
+    "django.db.backends.postgresql": "postgresql",
+    "django.contrib.gis.db.backends.postgis": "postgresql",
+    "django.contrib.gis.db.backends.spatialite": "sqlite",
+}
+DJANGO_REDIS_BACKENDS = ("django_redis.cache.RedisCache",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueConfig:
+    name: str
+    concurrency: int = 10
+    drain_timeout: timedelta = timedelta(seconds=10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreConfig:
+    """Which store: `kind` is "memory", "database" or "redis"; `alias` names the DB/cache."""
+
+    kind: Literal["memory", "database", "redis"]
+    alias: str | None = None
+    vendor: str | None = None  # "sqlite" / "postgresql" for the database store
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    store: StoreConfig
+    queues: Mapping[str, QueueConfig]
+    run: Literal["auto", "manual"] = "auto"
+    deployment: Literal["server", "lambda"] = "server"
+    clock: Clock = system_clock
+    lease: timedelta = timedelta(seconds=30)
+    migrate: bool = True
+    table_prefix: str = "anole_jobs_"
+    key_prefix: str = "anole:"
+    notify: bool = True
+    prune: Mapping[str, timedelta] = field(default_factory=lambda: dict(DEFAULT_PRUNE))
+    cron: tuple[Mapping[str, Any], ...] = ()
+    metrics: bool = True
+    sample_all: bool = True
+    tracing: bool = True
+    admin_permission: str | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One configuration finding; `id` is the system check id (anole_jobs.E0xx)."""
+
+    id: str
+    message: str
+    hint: str | None = None
+
+
+def raw_settings() -> Mapping[str, Any]:
+    raw = getattr(django_settings, "ANOLE_JOBS", None)
+    return {} if raw is None else raw
+
+
+def _did_you_mean(word: str, choices: tuple[str, ...]) -> str | None:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+class _Parser:
+    """Collects every problem instead of stopping at the first, so one check run shows all."""
+
+    def __init__(self, raw: object) -> None:
+        self.raw = raw
+        self.problems: list[Problem] = []
+
+    def error(self, id: str, message: str, hint: str | None = None) -> None:
+        self.problems.append(Problem(f"anole_jobs.{id}", message, hint))
+
+    def duration(self, value: object, name: str, default: timedelta) -> timedelta:
+        if value is None:
+            return default
+        try:
+            return to_timedelta(value, name=name)  # type: ignore[arg-type]
+        except ValueError as exc:
+            self.error("E007", f"ANOLE_JOBS[{name}]: {exc}")
+            return default
+
+    def parse(self) -> Settings | None:
+        raw = self.raw
+        if not isinstance(raw, Mapping):
+            self.error("E001", f"ANOLE_JOBS must be a dict, got {type(raw).__name__}")
+            return None
+        for key in raw:
+            if key not in KNOWN_KEYS:
+                self.error(
+                    "E001",
+                    f"ANOLE_JOBS has an unknown key {key!r}",
+                    _did_you_mean(str(key), KNOWN_KEYS)
+                    or f"known keys: {', '.join(KNOWN_KEYS)}",
+                )
+        store = self.store(raw.get("STORE", {"database": "default"}))
+        queues = self.queues(raw.get("QUEUES", {"default": {}}))
+        run = self.choice(raw, "RUN", ("auto", "manual"), "auto")
+        deployment = self.choice(raw, "DEPLOYMENT", ("server", "lambda"), "server")
+        clock = self.clock(raw.get("CLOCK"))
+        lease = self.duration(raw.get("LEASE"), "LEASE", timedelta(seconds=30))
+        if lease < timedelta(seconds=1):
+            self.error("E007", f"ANOLE_JOBS['LEASE'] must be at least 1 second, got {lease}")
+        prune = self.prune(raw.get("PRUNE"))
+        table_prefix = self.string(raw, "TABLE_PREFIX", "anole_jobs_")
+        key_prefix = self.string(raw, "KEY_PREFIX", "anole:")
+        migrate = self.boolean(raw, "MIGRATE", True)
+        notify = self.boolean(raw, "NOTIFY", True)
+        metrics = self.boolean(raw, "METRICS", True)
+        tracing, sample_all = self.tracing(raw.get("TRACING", {"sample_all": True}))
+        cron = raw.get("CRON", [])
+        if not isinstance(cron, (list, tuple)):
+            self.error("E009", "ANOLE_JOBS['CRON'] must be a list of dicts")
+            cron = []
+        permission = raw.get("ADMIN_PERMISSION")
+        if permission is not None and not isinstance(permission, str) and not callable(permission):
+            self.error("E010", "ANOLE_JOBS['ADMIN_PERMISSION'] must be a dotted path or a callable")
+        if self.problems or store is None:
+            return None
+        return Settings(
+            store=store,
+            queues=queues,
+            run=run,  # type: ignore[arg-type]
+            deployment=deployment,  # type: ignore[arg-type]
+            clock=clock,
+            lease=lease,
+            migrate=migrate,
+            table_prefix=table_prefix,
+            key_prefix=key_prefix,
+            notify=notify,
+            prune=prune,
+            cron=tuple(cron),
+            metrics=metrics,
+            tracing=tracing,
+            sample_all=sample_all,
+            admin_permission=permission,
+        )
+
+    def choice(self, raw: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+        value = raw.get(key, default)
+        if value not in allowed:
+            self.error(
+                "E007",
+                f"ANOLE_JOBS[{key!r}] must be one of {', '.join(map(repr, allowed))}, got {value!r}",
+            )
+            return default
+        return str(value)
+
+    def string(self, raw: Mapping[str, Any], key: str, default: str) -> str:
+        value = raw.get(key, default)
+        if not isinstance(value, str):
+            self.error("E007", f"ANOLE_JOBS[{key!r}] must be a string, got {value!r}")
+            return default
+        return value
+
+    def boolean(self, raw: Mapping[str, Any], key: str, default: bool) -> bool:
+        value = raw.get(key, default)
+        if not isinstance(value, bool):
+            self.error("E007", f"ANOLE_JOBS[{key!r}] must be True or False, got {value!r}")
+            return default
+        return value
+
+    def store(self, value: object) -> StoreConfig | None:
+        if value == "memory":
+            return StoreConfig(kind="memory")
+        if not isinstance(value, Mapping) or len(value) != 1:
+            self.error(
+                "E002",
+                f"ANOLE_JOBS['STORE'] must be \"memory\", {{'database': ALIAS}} or "
+                f"{{'redis': ALIAS}}, got {value!r}",
+            )
+            return None
+        ((kind, alias),) = value.items()
+        if kind == "database":
+            databases = getattr(django_settings, "DATABASES", {})
+            if alias not in databases:
+                self.error(
+                    "E003",
+                    f"ANOLE_JOBS['STORE'] names database {alias!r}, which is not in DATABASES",
+                    f"configured aliases: {', '.join(databases) or 'none'}",
+                )
+                return None
+            engine = databases[alias].get("ENGINE", "")
+            vendor = SUPPORTED_VENDOR_ENGINES.get(engine)
+            if vendor is None:
+                self.error(
+                    "E004",
+                    f"database {alias!r} uses {engine!r}; the database store supports only "
+                    "SQLite and PostgreSQL",
+                    'use {"database": ALIAS} with a SQLite or PostgreSQL alias, or {"redis": ALIAS}',
+                )
+                return None
+            return StoreConfig(kind="database", alias=alias, vendor=vendor)
+        if kind == "redis":
+            caches = getattr(django_settings, "CACHES", {})
+            if alias not in caches:
+                self.error(
+                    "E005",
+                    f"ANOLE_JOBS['STORE'] names cache {alias!r}, which is not in CACHES",
+                    f"configured aliases: {', '.join(caches) or 'none'}",
+                )
+                return None
+            backend = caches[alias].get("BACKEND", "")
+            if backend not in DJANGO_REDIS_BACKENDS:
+                self.error(
+                    "E005",
+                    f"cache {alias!r} uses {backend!r}; the Redis store needs django-redis "
+                    "(BACKEND 'django_redis.cache.RedisCache')",
+                )
+                return None
+            return StoreConfig(kind="redis", alias=alias)
+        self.error(
+            "E002",
+            f"ANOLE_JOBS['STORE'] has an unknown store {kind!r}",
+            _did_you_mean(str(kind), ("database", "redis")) or 'use "memory", database or redis',
+        )
+        return None
+
+    def queues(self, value: object) -> dict[str, QueueConfig]:
+        if not isinstance(value, Mapping) or not value:
+            self.error("E006", "ANOLE_JOBS['QUEUES'] must be a non-empty dict of queue options")
+            return {"default": QueueConfig(name="default")}
+        queues: dict[str, QueueConfig] = {}
+        for name, options in value.items():
+            if not isinstance(name, str) or not name:
+                self.error("E006", f"queue names must be non-empty strings, got {name!r}")
+                continue
+            if not isinstance(options, Mapping):
+                self.error("E006", f"QUEUES[{name!r}] must be a dict of options, got {options!r}")
+                continue
+            for key in options:
+                if key not in QUEUE_KEYS:
+                    self.error(
+                        "E006",
+                        f"QUEUES[{name!r}] has an unknown option {key!r}",
+                        _did_you_mean(str(key), QUEUE_KEYS) or f"known: {', '.join(QUEUE_KEYS)}",
+                    )
+            concurrency = options.get("concurrency", 10)
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+                self.error(
+                    "E006",
+                    f"QUEUES[{name!r}]['concurrency'] must be a positive int, got {concurrency!r}",
+                )
+                concurrency = 10
+            drain = self.duration(
+                options.get("drain_timeout"),
+                f"QUEUES[{name!r}]['drain_timeout']",
+                timedelta(seconds=10),
+            )
+            queues[name] = QueueConfig(name=name, concurrency=concurrency, drain_timeout=drain)
+        return queues
+
+    def clock(self, value: object) -> Clock:
+        if value is None:
+            return system_clock
+        target = value
+        if isinstance(value, str):
+            try:
+                target = import_string(value)
+            except ImportError as exc:
+                self.error("E008", f"ANOLE_JOBS['CLOCK'] {value!r} cannot be imported: {exc}")
+                return system_clock
+        if not callable(target):
+            self.error("E008", f"ANOLE_JOBS['CLOCK'] must be callable, got {target!r}")
+            return system_clock
+        return checked(target)  # type: ignore[arg-type]
+
+    def prune(self, value: object) -> dict[str, timedelta]:
+        prune = dict(DEFAULT_PRUNE)
+        if value is None:
+            return prune
+        if not isinstance(value, Mapping):
+            self.error("E007", "ANOLE_JOBS['PRUNE'] must be a dict of state -> duration")
+            return prune
+        for state, horizon in value.items():
+            if state not in PRUNE_STATES:
+                self.error(
+                    "E007",
+                    f"ANOLE_JOBS['PRUNE'] has an unknown state {state!r}",
+                    f"prunable states: {', '.join(PRUNE_STATES)}",
+                )
+                continue
+            prune[state] = self.duration(horizon, f"PRUNE[{state!r}]", DEFAULT_PRUNE[state])
+        return prune
+
+    def tracing(self, value: object) -> tuple[bool, bool]:
+        if value is False or value is None:
+            return False, True
+        if value is True:
+            return True, True
+        if not isinstance(value, Mapping) or set(value) - {"sample_all"}:
+            self.error("E007", "ANOLE_JOBS['TRACING'] must be False or {'sample_all': bool}")
+            return True, True
+        sample_all = value.get("sample_all", True)
+        if not isinstance(sample_all, bool):
+            self.error("E007", "ANOLE_JOBS['TRACING']['sample_all'] must be True or False")
+            return True, True
+        return True, sample_all
+
+
+def problems(raw: object | None = None) -> list[Problem]:
+    """Every configuration problem in `raw` (default: the current settings); never raises."""
+    parser = _Parser(raw_settings() if raw is None else raw)
+    parser.parse()
+    return parser.problems
+
+
+def parse(raw: object) -> Settings:
+    parser = _Parser(raw)
+    result = parser.parse()
+    if result is None:
+        lines = [p.message + (f" ({p.hint})" if p.hint else "") for p in parser.problems]
+        raise ConfigurationError("ANOLE_JOBS is misconfigured: " + "; ".join(lines))
+    return result
+
+
+_lock = threading.Lock()
+_cached: Settings | None = None
+_listeners: list[Callable[[], None]] = []
+
+
+def read_settings() -> Settings:
+    """The parsed settings, cached until Django's `setting_changed` says they changed."""
+    global _cached
+    with _lock:
+        if _cached is None:
+            _cached = parse(raw_settings())
+        return _cached
+
+
+def on_reset(listener: Callable[[], None]) -> None:
+    """Call `listener` whenever the parsed settings are dropped (tests' override_settings)."""
+    _listeners.append(listener)
+
+
+def reset() -> None:
+    global _cached
+    with _lock:
+        _cached = None
+    for listener in list(_listeners):
+        listener()
+
+
+def _setting_changed(*, setting: str, **kwargs: object) -> None:
+    if setting in ("ANOLE_JOBS", "DATABASES", "CACHES"):
+        reset()
+
+
+setting_changed.connect(_setting_changed, dispatch_uid="anole_jobs.conf")

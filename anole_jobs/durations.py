@@ -1,0 +1,30 @@
+"""Durations at the edges: ``timedelta`` or seconds (int/float) in, ``timedelta`` inside.
+
+A leaf module.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+Duration = timedelta | int | float
+
+
+def to_timedelta(value: Duration, *, name: str = "duration", allow_negative: bool = False) -> timedelta:
+    """Return `value` as a `timedelta`; raise `ValueError` naming `name` for anything else."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a timedelta or a number of seconds, not a bool")
+    if isinstance(value, timedelta):
+        result = value
+    elif isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
+        result = timedelta(seconds=value)
+    else:
+        raise ValueError(
+            f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}"
+        )
+    if not allow_negative and result < timedelta(0):
+        raise ValueError(f"{name} must not be negative, got {result}")
+    return result

@@ -1,0 +1,123 @@
+"""The handler-facing `Job` (R16, R19): what a handler receives with its decoded arguments.
+
+Control methods raise the `BaseException` subclasses of `errors`; waits and transactional
+completion are delegated to a `RunControl` the runner supplies, so this module stays a leaf
+(imports only `codec`, `durations` and `errors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar
+
+from anole_jobs.codec import DecodeError, decode_args
+from anole_jobs.durations import Duration, to_timedelta
+from anole_jobs.errors import Discard, InvalidJob, RetryIn, Snooze
+
+T = TypeVar("T")
+
+
+class RunControl(Protocol):
+    """What a running attempt offers its handler; supplied by the executor."""
+
+    def sleep(self, delay: timedelta) -> None: ...
+    def check_cancelled(self) -> None: ...
+    def complete_in(self, using: str) -> None: ...
+
+
+def _delay(value: Duration, what: str) -> timedelta:
+    try:
+        return to_timedelta(value, name=what)
+    except ValueError as exc:
+        raise InvalidJob(str(exc)) from None
+
+
+class Job:
+    """One attempt of one job, as its handler sees it."""
+
+    def __init__(
+        self,
+        *,
+        id: int,
+        kind: str,
+        queue: str,
+        args: Mapping[str, Any],
+        meta: Mapping[str, Any],
+        attempt: int,
+        max_attempts: int,
+        priority: int,
+        created_at: datetime,
+        scheduled_at: datetime,
+        control: RunControl,
+        trace_id: str | None = None,
+        span_id: str | None = None,
+    ) -> None:
+        self.id = id
+        self.kind = kind
+        self.queue = queue
+        self.args = dict(args)
+        self.meta = dict(meta)
+        self.attempt = attempt
+        self.max_attempts = max_attempts
+        self.priority = priority
+        self.created_at = created_at
+        self.scheduled_at = scheduled_at
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self._control = control
+        self._explanations: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id} {self.kind} attempt {self.attempt}/{self.max_attempts}>"
+
+    # -- trace context (R33) ---------------------------------------------------------------
+    def traceparent(self) -> str | None:
+        """The enqueuer's trace context, as stored in `meta`."""
+        value = self.meta.get("traceparent")
+        return value if isinstance(value, str) else None
+
+    def tracestate(self) -> str | None:
+        value = self.meta.get("tracestate")
+        return value if isinstance(value, str) else None
+
+    # -- decisions (R16) -------------------------------------------------------------------
+    def snooze(self, delay: Duration) -> None:
+        """Run again after `delay`; this attempt is not counted."""
+        raise Snooze(_delay(delay, "snooze delay"))
+
+    def discard(self, reason: str) -> None:
+        """Give up now: the job becomes dead with `reason` stored as a `Discarded` error."""
+        raise Discard(str(reason))
+
+    def retry_in(self, delay: Duration) -> None:
+        """A failed attempt, retried after `delay` instead of the kind's backoff."""
+        raise RetryIn(_delay(delay, "retry delay"))
+
+    def explain(self, fmt: str, *args: object) -> None:
+        """Store a message with the next error (``%``-formatted, like `logging`)."""
+        self._explanations.append(fmt % args if args else fmt)
+
+    @property
+    def explanations(self) -> list[str]:
+        return list(self._explanations)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def bind(self, args_type: type[T]) -> T:
+        """Decode the raw arguments into `args_type`; a violation discards the job (R6)."""
+        try:
+            return decode_args(args_type, self.args)
+        except DecodeError as exc:
+            raise Discard(str(exc)) from None
+
+    def sleep(self, delay: Duration) -> None:
+        """Wait `delay`, or raise `Canceled` as soon as the run is cancelled (R18)."""
+        self._control.sleep(_delay(delay, "sleep delay"))
+
+    def check_cancelled(self) -> None:
+        """Raise `Canceled` if the run was cancelled (timeout, drain, lost lease)."""
+        self._control.check_cancelled()
+
+    def complete_in(self, *, using: str) -> None:
+        """Mark this job completed inside the open `transaction.atomic(using=...)` (R20)."""
+        self._control.complete_in(using)

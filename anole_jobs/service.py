@@ -1,0 +1,249 @@
+"""The `Jobs` service: turns args and options into `NewJob`s, and admin calls into store calls.
+
+Data flows one way: the `jobs` facade -> this service -> `stores.base.Store`. The service owns
+validation (R6, R12, §13), time (every `now` comes from the configured clock), unique keys
+(R25) and the rules for transactions (R14).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+
+from anole_jobs import codec, events, tracing
+from anole_jobs.conf import Settings
+from anole_jobs.durations import Duration, to_timedelta
+from anole_jobs.errors import InvalidJob
+from anole_jobs.kinds import KindSpec, Registry, check_priority, spec_of
+from anole_jobs.records import Enqueued
+from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord, ListFilter, NewJob, Store
+from anole_jobs.unique import Unique, unique_key
+
+logger = logging.getLogger("anole_jobs")
+
+BATCH_SIZE = 1000
+
+
+class Jobs:
+    """One configured queue system: settings, a store, the kind registry and the event bus."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        registry: Registry,
+        bus: events.EventBus = events.bus,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.registry = registry
+        self.bus = bus
+        self.clock = settings.clock
+
+    # -- building jobs ---------------------------------------------------------------------
+    def build(
+        self,
+        args: object,
+        *,
+        now: datetime,
+        delay: Duration | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        unique: Unique | None = None,
+        meta: Mapping[str, Any] | None = None,
+        request: object | None = None,
+    ) -> NewJob:
+        """Validate `args` and the options and return the row to insert (raises InvalidJob)."""
+        spec: KindSpec = spec_of(type(args))
+        encoded = codec.check_args(args)
+        job_meta = codec.ensure_json_object(meta, name="meta")
+        tracing.inject_context(job_meta, request)
+        where = f"enqueue({spec.name!r})"
+        job_priority = check_priority(spec.priority if priority is None else priority, where=where)
+        job_queue = spec.queue if queue is None else queue
+        if not isinstance(job_queue, str) or not job_queue:
+            raise InvalidJob(f"{where}: queue must be a non-empty string, got {job_queue!r}")
+        scheduled_at = self._scheduled_at(now, delay, run_at, where)
+        job_unique = spec.unique if unique is None else unique
+        if job_unique is not None and not isinstance(job_unique, Unique):
+            raise InvalidJob(f"{where}: unique must be a Unique(...), got {job_unique!r}")
+        return NewJob(
+            kind=spec.name,
+            queue=job_queue,
+            args=encoded,
+            meta=job_meta,
+            priority=job_priority,
+            max_attempts=spec.attempts,
+            state="scheduled" if scheduled_at > now else "available",
+            scheduled_at=scheduled_at,
+            created_at=now,
+            unique_key=unique_key(spec.name, encoded, job_unique, now=now) if job_unique else None,
+            unique_scope=job_unique.scope if job_unique else "live",
+        )
+
+    @staticmethod
+    def _scheduled_at(
+        now: datetime, delay: Duration | None, run_at: datetime | None, where: str
+    ) -> datetime:
+        if delay is not None and run_at is not None:
+            raise InvalidJob(f"{where}: give delay or run_at, not both")
+        if run_at is not None:
+            if not isinstance(run_at, datetime) or run_at.tzinfo is None:
+                raise InvalidJob(f"{where}: run_at must be an aware datetime, got {run_at!r}")
+            return run_at
+        if delay is not None:
+            try:
+                return now + to_timedelta(delay, name="delay")
+            except ValueError as exc:
+                raise InvalidJob(f"{where}: {exc}") from None
+        return now
+
+    # -- enqueueing ------------------------------------------------------------------------
+    def enqueue(self, args: object, *, on_commit: bool = False, **options: Any) -> Enqueued:
+        if on_commit and self.store.atomic_alias is None:
+            return self._enqueue_on_commit(args, options)
+        job = self.build(args, now=self.clock(), **options)
+        return self._insert([job])[0]
+
+    def _enqueue_on_commit(self, args: object, options: dict[str, Any]) -> Enqueued:
+        # Validate now so a bad job fails at the call site, write at commit (R14). Documented:
+        # a crash between the commit and this write loses the job.
+        self.build(args, now=self.clock(), **options)
+        connection = connections[DEFAULT_DB_ALIAS]
+        if not connection.in_atomic_block:
+            return self.enqueue(args, **options)
+        transaction.on_commit(lambda: self.enqueue(args, **options), using=DEFAULT_DB_ALIAS)
+        return Enqueued(None, False)
+
+    def enqueue_in(self, args: object, *, using: str, **options: Any) -> Enqueued:
+        """Enqueue inside the open `transaction.atomic(using=using)` on the store's DB (R14)."""
+        self.require_transaction(using, what="enqueue_in")
+        return self.enqueue(args, **options)
+
+    def require_transaction(self, using: str, *, what: str) -> None:
+        alias = self.store.atomic_alias
+        reason = None
+        if alias is None:
+            reason = f"the {self.store.name} store has no transactions"
+        elif using != alias:
+            reason = f"database {using!r} is not the jobs store's database ({alias!r})"
+        elif using not in connections or not connections[using].in_atomic_block:
+            reason = f"no transaction.atomic(using={using!r}) block is open"
+        if reason is not None:
+            logger.error("%s refused: %s", what, reason)
+            raise InvalidJob(f"{what}(using={using!r}): {reason}")
+
+    def enqueue_many(self, iterable: Iterable[object], **options: Any) -> list[Enqueued]:
+        """Insert in batches of `BATCH_SIZE`, one store round trip per batch (R13)."""
+        if options.pop("on_commit", False) and self.store.atomic_alias is None:
+            items = list(iterable)
+            connection = connections[DEFAULT_DB_ALIAS]
+            if connection.in_atomic_block:
+                now = self.clock()
+                for args in items:
+                    self.build(args, now=now, **options)
+                transaction.on_commit(
+                    lambda: self.enqueue_many(items, **options), using=DEFAULT_DB_ALIAS
+                )
+                return [Enqueued(None, False) for _ in items]
+            iterable = items
+        results: list[Enqueued] = []
+        batch: list[object] = []
+        for args in iterable:
+            batch.append(args)
+            if len(batch) == BATCH_SIZE:
+                results.extend(self._enqueue_batch(batch, options))
+                batch = []
+        if batch:
+            results.extend(self._enqueue_batch(batch, options))
+        return results
+
+    def _enqueue_batch(self, batch: list[object], options: dict[str, Any]) -> list[Enqueued]:
+        now = self.clock()
+        jobs = [self.build(args, now=now, **options) for args in batch]
+        # Within one batch a later duplicate returns the first one (SPEC §13).
+        first_of_key: dict[str, int] = {}
+        to_insert: list[NewJob] = []
+        slots: list[int | tuple[str, int]] = []
+        for job in jobs:
+            if job.unique_key is not None and job.unique_key in first_of_key:
+                slots.append(("dup", first_of_key[job.unique_key]))
+                continue
+            if job.unique_key is not None:
+                first_of_key[job.unique_key] = len(to_insert)
+            slots.append(len(to_insert))
+            to_insert.append(job)
+        inserted = self._insert(to_insert)
+        return [
+            inserted[slot] if isinstance(slot, int) else Enqueued(inserted[slot[1]].id, False)
+            for slot in slots
+        ]
+
+    def _insert(self, jobs: list[NewJob]) -> list[Enqueued]:
+        if not jobs:
+            return []
+        results = self.store.insert(jobs)
+        woken: set[str] = set()
+        for job, result in zip(jobs, results, strict=True):
+            self.bus.emit(events.ENQUEUED, queue=job.queue, kind=job.kind, inserted=result.inserted)
+            if result.inserted and job.state == "available":
+                woken.add(job.queue)
+        if woken:
+            self.store.wake(woken)
+        return [Enqueued(result.id, result.inserted) for result in results]
+
+    # -- admin (R30) -----------------------------------------------------------------------
+    def get(self, job_id: int) -> JobRecord | None:
+        return self.store.get(_job_id(job_id))
+
+    def list(
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        after: int | None = None,
+    ) -> list[JobRecord]:
+        if state is not None and state not in STATES:
+            raise InvalidJob(f"unknown state {state!r}; states are {', '.join(STATES)}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidJob(f"limit must be a positive int, got {limit!r}")
+        filter = ListFilter(
+            state=state,  # type: ignore[arg-type]
+            queue=queue,
+            kind=kind,
+            limit=min(limit, LIST_LIMIT_MAX),
+            after=None if after is None else _job_id(after),
+        )
+        return self.store.list(filter)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        return self.store.counts()
+
+    def retry(self, job_id: int) -> JobRecord | None:
+        record = self.store.retry(_job_id(job_id), now=self.clock())
+        if record is not None and record.state == "available":
+            self.store.wake([record.queue])
+        return record
+
+    def cancel(self, job_id: int) -> JobRecord | None:
+        return self.store.cancel(_job_id(job_id), now=self.clock())
+
+    def delete(self, job_id: int) -> bool:
+        return self.store.delete(_job_id(job_id))
+
+    def lease(self) -> timedelta:
+        return self.settings.lease
+
+
+def _job_id(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidJob(f"a job id is a positive int, got {value!r}")
+    return value

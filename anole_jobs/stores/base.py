@@ -1,0 +1,325 @@
+"""The store contract: semantic operations on plain frozen dataclasses.
+
+Every store (memory, database, redis) implements `Store`. The contract never carries SQL text,
+a QuerySet or a Redis key; time always comes in as an argument (only `clock.py` reads it).
+
+Fencing (R22): every write after a claim names a `RunRef` — the job id, its attempt and the
+claim token that grew when it was claimed — and succeeds only if the job is still ``running``
+with exactly that attempt and token. A drain or snooze gives the attempt back, so the attempt
+alone cannot tell a stale worker from a fresh one; the token can.
+
+A store never imports the service, the worker, maintenance, metrics, tracing or the clock.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from anole_jobs.stores.wakeups import Subscription, WakeupHub
+
+State = Literal["scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"]
+STATES: tuple[State, ...] = (
+    "scheduled",
+    "available",
+    "running",
+    "retrying",
+    "completed",
+    "dead",
+    "cancelled",
+)
+#: States in which a job is waiting or running: a "live" unique key holds only in these.
+LIVE_STATES: tuple[State, ...] = ("scheduled", "available", "running", "retrying")
+FINAL_STATES: tuple[State, ...] = ("completed", "dead", "cancelled")
+#: States `finish` may write after a run.
+AFTER_RUN_STATES: tuple[State, ...] = ("completed", "retrying", "dead", "scheduled", "available")
+UniqueScope = Literal["live", "any"]
+
+LIST_LIMIT_MAX = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewJob:
+    """A job to insert; `state` is "available" when due now, else "scheduled"."""
+
+    kind: str
+    queue: str
+    args: Mapping[str, Any]
+    meta: Mapping[str, Any]
+    priority: int
+    max_attempts: int
+    state: State
+    scheduled_at: datetime
+    created_at: datetime
+    unique_key: str | None = None
+    unique_scope: UniqueScope = "live"
+
+
+@dataclass(frozen=True)
+class Inserted:
+    """The outcome of inserting one `NewJob`: its id, and False when a unique duplicate won."""
+
+    id: int
+    inserted: bool
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """Names one claim of one job: what every fenced write checks (R22)."""
+
+    id: int
+    attempt: int
+    token: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRecord:
+    """A job as stored; what `jobs.get` and `jobs.list` return (SPEC §13)."""
+
+    id: int
+    kind: str
+    queue: str
+    state: State
+    args: Mapping[str, Any]
+    meta: Mapping[str, Any]
+    priority: int
+    attempt: int
+    max_attempts: int
+    errors: tuple[Mapping[str, Any], ...]
+    created_at: datetime
+    scheduled_at: datetime
+    attempted_at: datetime | None
+    finished_at: datetime | None
+    unique_key: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimedJob:
+    """A job a worker has claimed: its record (state ``running``) and the run to fence with."""
+
+    record: JobRecord
+    run: RunRef
+    lease_until: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEntry:
+    """One failed attempt, stored in the job's `errors` list."""
+
+    at: datetime
+    attempt: int
+    type: str
+    message: str
+    traceback: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat(),
+            "attempt": self.attempt,
+            "type": self.type,
+            "message": self.message,
+            "traceback": self.traceback,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finish:
+    """The fenced write that ends one run.
+
+    `state` is the job's next state. `at` is now: it becomes `finished_at` for a final state.
+    `scheduled_at` is when a retrying/scheduled/available job is next due. `error` is appended
+    to the job's errors. `give_back_attempt` undoes the claim's attempt increment (snooze,
+    drain: "attempt not counted").
+    """
+
+    run: RunRef
+    state: State
+    at: datetime
+    scheduled_at: datetime | None = None
+    error: ErrorEntry | None = None
+    give_back_attempt: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rescued:
+    """A job whose lease lapsed and that `rescue` put back (or killed, on its last attempt)."""
+
+    id: int
+    kind: str
+    queue: str
+    state: State
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListFilter:
+    state: State | None = None
+    queue: str | None = None
+    kind: str | None = None
+    limit: int = 100
+    after: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CronState:
+    name: str
+    last_tick_at: datetime | None
+    last_job_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    """What a store can do beyond the contract's common ground."""
+
+    transactions: bool = False  # enqueue_in / complete_in inside transaction.atomic(using=alias)
+    durable: bool = False
+    notify: bool = False  # cross-process wake-ups
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Store(ABC):
+    """Methods child classes must implement; each docstring is the rule every store keeps.
+
+    All `now` arguments are aware UTC datetimes from the configured clock. Ids are positive
+    ints that grow with insertion order. Methods are safe to call from several threads.
+    """
+
+    #: The database alias whose `transaction.atomic` blocks this store's writes join, if any.
+    atomic_alias: str | None = None
+    capabilities: Capabilities = Capabilities()
+    name: str = "store"
+
+    # -- enqueueing ------------------------------------------------------------------------
+    @abstractmethod
+    def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
+        """Insert `jobs` in one round trip (a second only when unique duplicates must be read).
+
+        Returns one `Inserted` per job, in order. A job whose `unique_key` is held by another
+        job — one in a live state, or any state when that job's scope is "any" — is not
+        inserted; its `Inserted` names the holder with ``inserted=False``. Uniqueness is
+        enforced atomically by the store (concurrent inserts of one key insert exactly one).
+        The caller has removed duplicates within the batch.
+        """
+
+    # -- running ---------------------------------------------------------------------------
+    @abstractmethod
+    def claim(
+        self,
+        queue: str,
+        *,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[ClaimedJob]:
+        """Claim up to `limit` ``available`` jobs of `queue` whose kind is in `kinds` (all
+        kinds when None), highest priority first, then oldest `scheduled_at`, then lowest id.
+
+        Each claimed job becomes ``running`` with attempt + 1, a claim token greater than any
+        it had, `attempted_at` = now, and a lease until `lease_until`. Two concurrent claims
+        never return the same job.
+        """
+
+    @abstractmethod
+    def heartbeat(self, runs: Collection[RunRef], *, lease_until: datetime) -> set[RunRef]:
+        """Extend the lease of each run still held (fenced) and return those; the others were
+        lost (rescued, drained, cancelled, retried or deleted) and their workers must stop."""
+
+    @abstractmethod
+    def finish(self, results: Sequence[Finish]) -> list[bool]:
+        """Apply each fenced `Finish`, in as few round trips as the store allows; returns, per
+        result, whether it was written (False: the run was no longer the job's current one)."""
+
+    # -- maintenance -----------------------------------------------------------------------
+    @abstractmethod
+    def stage(self, *, now: datetime, limit: int = 10_000) -> int:
+        """Make ``scheduled`` and ``retrying`` jobs due at `now` ``available``; return how many."""
+
+    @abstractmethod
+    def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
+        """Put every ``running`` job whose lease ended before `now` back to ``available``
+        (``dead`` if that was its last attempt), appending a `LeaseExpired` error for the
+        attempt. Conditional: a job that finished meanwhile is never touched."""
+
+    @abstractmethod
+    def prune(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> int:
+        """Delete jobs in each state of `horizons` whose `finished_at` is older than
+        `now - horizon`; return how many."""
+
+    @abstractmethod
+    def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
+        """For each queue, the kinds of its ``available`` jobs (to log kinds with no handler)."""
+
+    @abstractmethod
+    def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
+        """Take or keep leadership for `instance` until `now + ttl`; True when it leads."""
+
+    @abstractmethod
+    def resign(self, *, instance: str) -> None:
+        """Give up leadership if `instance` holds it."""
+
+    # -- cron ------------------------------------------------------------------------------
+    @abstractmethod
+    def cron_states(self, names: Collection[str]) -> dict[str, CronState]:
+        """The last enqueued tick of each named cron entry that has one."""
+
+    @abstractmethod
+    def cron_advance(self, *, name: str, tick: datetime, job: NewJob | None) -> Inserted | None:
+        """Atomically: when `tick` is later than the entry's last tick, record it and insert
+        `job` (None: record only, for a first sighting); return the insert, else None."""
+
+    # -- admin -----------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, job_id: int) -> JobRecord | None:
+        """The job with this id, or None."""
+
+    @abstractmethod
+    def list(self, filter: ListFilter) -> list[JobRecord]:
+        """Jobs matching `filter`, newest first (id descending), ids below `filter.after`."""
+
+    @abstractmethod
+    def counts(self) -> dict[str, dict[str, int]]:
+        """``{queue: {state: n}}`` for every queue with jobs; states with none are omitted."""
+
+    @abstractmethod
+    def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        """Make the job ``available`` now (any state; a running worker's later writes then fail
+        its fence). A job out of attempts gets one more. None if there is no such job."""
+
+    @abstractmethod
+    def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        """Make a waiting or running job ``cancelled``; a finished job is left as it is.
+        Returns the job as it now is, or None if there is no such job."""
+
+    @abstractmethod
+    def delete(self, job_id: int) -> bool:
+        """Delete the job whatever its state; False if there was none."""
+
+    # -- wake-ups ---------------------------------------------------------------------------
+    def wake(self, queues: Collection[str]) -> None:
+        """Tell waiting workers of new work in `queues`: those of this process always; stores
+        with cross-process wake-ups also tell other processes (NOTIFY, PUBLISH). Called after
+        an insert or retry makes jobs available, and by the stager."""
+        self.wakeups.wake(queues)
+
+    def subscribe(self, queues: Collection[str]) -> Subscription:
+        """A `Subscription` whose `wait(timeout)` returns when `queues` may have new work.
+        Stores with cross-process wake-ups start their listener here (once per store)."""
+        return self.wakeups.subscribe(queues)
+
+    @property
+    def wakeups(self) -> WakeupHub:
+        hub = self.__dict__.get("_wakeup_hub")
+        if hub is None:
+            hub = self.__dict__.setdefault("_wakeup_hub", WakeupHub())
+        return hub  # type: ignore[no-any-return]
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections the store opened itself."""

@@ -1,0 +1,384 @@
+"""The memory store: this process only, lost on restart (R9). The reference implementation.
+
+Every other store must behave like this one; the contract suite and the property tests use it
+as the model. One lock guards everything; operations are short and never call out.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from anole_jobs.stores.base import (
+    FINAL_STATES,
+    LIST_LIMIT_MAX,
+    LIVE_STATES,
+    Capabilities,
+    ClaimedJob,
+    CronState,
+    ErrorEntry,
+    Finish,
+    Inserted,
+    JobRecord,
+    ListFilter,
+    NewJob,
+    Rescued,
+    RunRef,
+    State,
+    Store,
+)
+
+
+@dataclass(kw_only=True)
+class _Row:
+    id: int
+    kind: str
+    queue: str
+    state: State
+    args: dict[str, Any]
+    meta: dict[str, Any]
+    priority: int
+    attempt: int
+    max_attempts: int
+    errors: list[dict[str, Any]]
+    created_at: datetime
+    scheduled_at: datetime
+    attempted_at: datetime | None = None
+    finished_at: datetime | None = None
+    unique_key: str | None = None
+    unique_scope: str = "live"
+    token: int = 0
+    lease_until: datetime | None = None
+    claimed_by: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> JobRecord:
+        return JobRecord(
+            id=self.id,
+            kind=self.kind,
+            queue=self.queue,
+            state=self.state,
+            args=copy.deepcopy(self.args),
+            meta=copy.deepcopy(self.meta),
+            priority=self.priority,
+            attempt=self.attempt,
+            max_attempts=self.max_attempts,
+            errors=tuple(copy.deepcopy(self.errors)),
+            created_at=self.created_at,
+            scheduled_at=self.scheduled_at,
+            attempted_at=self.attempted_at,
+            finished_at=self.finished_at,
+            unique_key=self.unique_key,
+        )
+
+    def holds_unique(self) -> bool:
+        """Whether this row's unique key blocks another insert of the same key."""
+        if self.unique_key is None:
+            return False
+        return self.unique_scope == "any" or self.state in LIVE_STATES
+
+    def fenced(self, run: RunRef) -> bool:
+        return self.state == "running" and self.attempt == run.attempt and self.token == run.token
+
+
+class MemoryStore(Store):
+    name = "memory"
+    capabilities = Capabilities(transactions=False, durable=False, notify=False)
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._rows: dict[int, _Row] = {}
+        self._ids = itertools.count(1)
+        self._unique: dict[str, int] = {}  # unique key -> id of the row holding it
+        self._leader: tuple[str, datetime] | None = None
+        self._cron: dict[str, CronState] = {}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _holder(self, key: str) -> _Row | None:
+        row_id = self._unique.get(key)
+        row = self._rows.get(row_id) if row_id is not None else None
+        if row is None or row.unique_key != key or not row.holds_unique():
+            self._unique.pop(key, None)
+            return None
+        return row
+
+    def _release_unique(self, row: _Row) -> None:
+        if row.unique_key is not None and not row.holds_unique():
+            if self._unique.get(row.unique_key) == row.id:
+                del self._unique[row.unique_key]
+
+    def _insert_one(self, job: NewJob) -> Inserted:
+        if job.unique_key is not None:
+            holder = self._holder(job.unique_key)
+            if holder is not None:
+                return Inserted(holder.id, False)
+        row = _Row(
+            id=next(self._ids),
+            kind=job.kind,
+            queue=job.queue,
+            state=job.state,
+            args=copy.deepcopy(dict(job.args)),
+            meta=copy.deepcopy(dict(job.meta)),
+            priority=job.priority,
+            attempt=0,
+            max_attempts=job.max_attempts,
+            errors=[],
+            created_at=job.created_at,
+            scheduled_at=job.scheduled_at,
+            unique_key=job.unique_key,
+            unique_scope=job.unique_scope,
+        )
+        self._rows[row.id] = row
+        if row.unique_key is not None:
+            self._unique[row.unique_key] = row.id
+        return Inserted(row.id, True)
+
+    # -- enqueueing ------------------------------------------------------------------------
+    def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
+        with self._lock:
+            return [self._insert_one(job) for job in jobs]
+
+    # -- running ---------------------------------------------------------------------------
+    def claim(
+        self,
+        queue: str,
+        *,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[ClaimedJob]:
+        with self._lock:
+            due = [
+                row
+                for row in self._rows.values()
+                if row.state == "available"
+                and row.queue == queue
+                and (kinds is None or row.kind in kinds)
+            ]
+            due.sort(key=lambda r: (-r.priority, r.scheduled_at, r.id))
+            claimed = []
+            for row in due[: max(limit, 0)]:
+                row.state = "running"
+                row.attempt += 1
+                row.token += 1
+                row.attempted_at = now
+                row.lease_until = lease_until
+                row.claimed_by = worker
+                claimed.append(
+                    ClaimedJob(
+                        record=row.record(),
+                        run=RunRef(row.id, row.attempt, row.token),
+                        lease_until=lease_until,
+                    )
+                )
+            return claimed
+
+    def heartbeat(self, runs: Collection[RunRef], *, lease_until: datetime) -> set[RunRef]:
+        held = set()
+        with self._lock:
+            for run in runs:
+                row = self._rows.get(run.id)
+                if row is not None and row.fenced(run):
+                    row.lease_until = lease_until
+                    held.add(run)
+        return held
+
+    def finish(self, results: Sequence[Finish]) -> list[bool]:
+        with self._lock:
+            return [self._finish_one(result) for result in results]
+
+    def _finish_one(self, result: Finish) -> bool:
+        row = self._rows.get(result.run.id)
+        if row is None or not row.fenced(result.run):
+            return False
+        row.state = result.state
+        row.lease_until = None
+        if result.error is not None:
+            row.errors.append(result.error.as_json())
+        if result.give_back_attempt:
+            row.attempt -= 1
+        if result.state in FINAL_STATES:
+            row.finished_at = result.at
+        if result.scheduled_at is not None:
+            row.scheduled_at = result.scheduled_at
+        self._release_unique(row)
+        return True
+
+    # -- maintenance -----------------------------------------------------------------------
+    def stage(self, *, now: datetime, limit: int = 10_000) -> int:
+        with self._lock:
+            due = [
+                row
+                for row in self._rows.values()
+                if row.state in ("scheduled", "retrying") and row.scheduled_at <= now
+            ]
+            due.sort(key=lambda r: (r.scheduled_at, r.id))
+            for row in due[:limit]:
+                row.state = "available"
+            return min(len(due), limit)
+
+    def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
+        rescued = []
+        with self._lock:
+            lapsed = [
+                row
+                for row in self._rows.values()
+                if row.state == "running" and row.lease_until is not None and row.lease_until < now
+            ]
+            lapsed.sort(key=lambda r: r.id)
+            for row in lapsed[:limit]:
+                row.errors.append(
+                    ErrorEntry(
+                        at=now,
+                        attempt=row.attempt,
+                        type="LeaseExpired",
+                        message=f"the lease ended at {row.lease_until.isoformat()}"  # type: ignore[union-attr]
+                        " before the run reported",
+                    ).as_json()
+                )
+                row.lease_until = None
+                if row.attempt >= row.max_attempts:
+                    row.state = "dead"
+                    row.finished_at = now
+                    self._release_unique(row)
+                else:
+                    row.state = "available"
+                    row.scheduled_at = now
+                rescued.append(Rescued(id=row.id, kind=row.kind, queue=row.queue, state=row.state))
+        return rescued
+
+    def prune(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> int:
+        with self._lock:
+            doomed = [
+                row.id
+                for row in self._rows.values()
+                if row.state in horizons
+                and row.finished_at is not None
+                and row.finished_at < now - horizons[row.state]
+            ][:limit]
+            for row_id in doomed:
+                row = self._rows.pop(row_id)
+                if row.unique_key is not None and self._unique.get(row.unique_key) == row_id:
+                    del self._unique[row.unique_key]
+            return len(doomed)
+
+    def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        with self._lock:
+            for row in self._rows.values():
+                if row.state == "available" and row.queue in queues:
+                    found.setdefault(row.queue, set()).add(row.kind)
+        return found
+
+    def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
+        with self._lock:
+            if self._leader is None or self._leader[0] == instance or self._leader[1] <= now:
+                self._leader = (instance, now + ttl)
+                return True
+            return False
+
+    def resign(self, *, instance: str) -> None:
+        with self._lock:
+            if self._leader is not None and self._leader[0] == instance:
+                self._leader = None
+
+    # -- cron ------------------------------------------------------------------------------
+    def cron_states(self, names: Collection[str]) -> dict[str, CronState]:
+        with self._lock:
+            return {name: self._cron[name] for name in names if name in self._cron}
+
+    def cron_advance(self, *, name: str, tick: datetime, job: NewJob | None) -> Inserted | None:
+        with self._lock:
+            state = self._cron.get(name)
+            if state is not None and state.last_tick_at is not None and state.last_tick_at >= tick:
+                return None
+            inserted = self._insert_one(job) if job is not None else None
+            self._cron[name] = CronState(
+                name=name,
+                last_tick_at=tick,
+                last_job_id=inserted.id if inserted else (state.last_job_id if state else None),
+            )
+            return inserted
+
+    # -- admin -----------------------------------------------------------------------------
+    def get(self, job_id: int) -> JobRecord | None:
+        with self._lock:
+            row = self._rows.get(job_id)
+            return row.record() if row is not None else None
+
+    def list(self, filter: ListFilter) -> list[JobRecord]:
+        limit = max(0, min(filter.limit, LIST_LIMIT_MAX))
+        with self._lock:
+            rows = [
+                row
+                for row in self._rows.values()
+                if (filter.state is None or row.state == filter.state)
+                and (filter.queue is None or row.queue == filter.queue)
+                and (filter.kind is None or row.kind == filter.kind)
+                and (filter.after is None or row.id < filter.after)
+            ]
+            rows.sort(key=lambda r: r.id, reverse=True)
+            return [row.record() for row in rows[:limit]]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        with self._lock:
+            for row in self._rows.values():
+                per_queue = counts.setdefault(row.queue, {})
+                per_queue[row.state] = per_queue.get(row.state, 0) + 1
+        return counts
+
+    def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        with self._lock:
+            row = self._rows.get(job_id)
+            if row is None:
+                return None
+            if row.unique_key is not None and not row.holds_unique():
+                holder = self._holder(row.unique_key)
+                if holder is not None and holder.id != row.id:
+                    # Reviving it would make two live jobs with one key: leave it as it is.
+                    return row.record()
+                self._unique[row.unique_key] = row.id
+            if row.attempt >= row.max_attempts:
+                row.max_attempts = row.attempt + 1
+            row.state = "available"
+            row.scheduled_at = now
+            row.finished_at = None
+            row.lease_until = None
+            return row.record()
+
+    def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        with self._lock:
+            row = self._rows.get(job_id)
+            if row is None:
+                return None
+            if row.state in LIVE_STATES:
+                row.state = "cancelled"
+                row.finished_at = now
+                row.lease_until = None
+                self._release_unique(row)
+            return row.record()
+
+    def delete(self, job_id: int) -> bool:
+        with self._lock:
+            row = self._rows.pop(job_id, None)
+            if row is None:
+                return False
+            if row.unique_key is not None and self._unique.get(row.unique_key) == job_id:
+                del self._unique[row.unique_key]
+            return True
+
+    # -- test helpers ----------------------------------------------------------------------
+    def _debug_row(self, job_id: int) -> _Row:
+        """The live row (tests only): lets a test look at the lease and token."""
+        with self._lock:
+            return replace(self._rows[job_id])

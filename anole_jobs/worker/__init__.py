@@ -1,0 +1,1 @@
+"""The runtime: attempts (`executor`), cancellation, manual steps and (later) worker pools."""

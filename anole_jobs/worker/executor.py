@@ -1,0 +1,319 @@
+"""One attempt of one claimed job, as a pipeline of named steps (R15–R20):
+
+    decode -> call (with cancel and timeout) -> decide -> (the caller writes, fenced) -> event
+
+`Executor.run` returns an `Attempt`: the `Finish` to write (None when nothing may be written)
+and the outcome to report. Writing is the caller's, so a worker pool can batch the writes of
+many attempts into one round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+
+from anole_jobs import codec
+from anole_jobs.backoff import default_backoff
+from anole_jobs.clock import monotonic
+from anole_jobs.errors import Canceled, Discard, RetryIn, Snooze
+from anole_jobs.job import Job
+from anole_jobs.kinds import HandlerSpec
+from anole_jobs.records import Outcome
+from anole_jobs.service import Jobs
+from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish
+from anole_jobs.worker.cancel import CancelScope, cancel_on_queries
+
+logger = logging.getLogger("anole_jobs.worker")
+
+TRACEBACK_FRAMES = 6
+TRACEBACK_CHARS = 4000
+MESSAGE_CHARS = 2000
+
+#: Starts a timer that cancels `scope` after `seconds`; returns a function that stops it.
+TimeoutWatch = Callable[[CancelScope, float], Callable[[], None]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    claimed: ClaimedJob
+    outcome: Outcome
+    finish: Finish | None
+    seconds: float
+    #: Set when `job.complete_in` committed the completion inside the handler's transaction.
+    completed_in_transaction: bool = False
+
+
+class _Control:
+    """The `RunControl` a `Job` delegates waits and transactional completion to."""
+
+    def __init__(self, executor: Executor, claimed: ClaimedJob, scope: CancelScope) -> None:
+        self.executor = executor
+        self.claimed = claimed
+        self.scope = scope
+        self.completion_requested = False
+        self.completion_committed = False
+
+    def sleep(self, delay: timedelta) -> None:
+        self.scope.sleep(delay)
+
+    def check_cancelled(self) -> None:
+        self.scope.check()
+
+    def complete_in(self, using: str) -> None:
+        service = self.executor.service
+        service.require_transaction(using, what="job.complete_in")
+        self.scope.check()
+        now = service.clock()
+        finish = Finish(run=self.claimed.run, state="completed", at=now)
+        (written,) = service.store.finish([finish])
+        if not written:
+            # The run is stale (R22): refuse inside the user's transaction so it rolls back.
+            raise Canceled("lost")
+        self.completion_requested = True
+
+        def committed() -> None:
+            self.completion_committed = True
+
+        transaction.on_commit(committed, using=using)
+
+
+class Executor:
+    """Runs attempts for one `Jobs` service; shared by the manual stepper and worker pools."""
+
+    def __init__(
+        self,
+        service: Jobs,
+        *,
+        manual: bool,
+        watch_timeout: TimeoutWatch | None = None,
+        rand: Callable[[], float] | None = None,
+    ) -> None:
+        self.service = service
+        self.manual = manual
+        self.watch_timeout = watch_timeout
+        self.rand = rand
+
+    def run(self, claimed: ClaimedJob, scope: CancelScope | None = None) -> Attempt:
+        scope = scope or CancelScope(waits=not self.manual)
+        record = claimed.record
+        started = monotonic()
+        handler = self.service.registry.handler(record.kind)
+        if handler is None:
+            # Claims name the handled kinds, so this is a handler removed since: give it back.
+            now = self.service.clock()
+            finish = Finish(
+                run=claimed.run,
+                state="available",
+                at=now,
+                scheduled_at=now,
+                give_back_attempt=True,
+            )
+            return Attempt(claimed=claimed, outcome="interrupted", finish=finish, seconds=0.0)
+        control = _Control(self, claimed, scope)
+        job = Job(
+            id=record.id,
+            kind=record.kind,
+            queue=record.queue,
+            args=record.args,
+            meta=record.meta,
+            attempt=record.attempt,
+            max_attempts=record.max_attempts,
+            priority=record.priority,
+            created_at=record.created_at,
+            scheduled_at=record.scheduled_at,
+            control=control,
+        )
+        error: BaseException | None = None
+        try:
+            self._call(handler, job, scope)
+        except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            error = exc
+        seconds = monotonic() - started
+        if control.completion_requested:
+            return self._after_complete_in(claimed, control, error, seconds)
+        outcome, finish = self.decide(claimed, job, handler, error, scope)
+        return Attempt(claimed=claimed, outcome=outcome, finish=finish, seconds=seconds)
+
+    # -- call --------------------------------------------------------------------------------
+    def _call(self, handler: HandlerSpec, job: Job, scope: CancelScope) -> None:
+        try:
+            args = codec.decode_args(handler.kind.args_type, job.args)
+        except codec.DecodeError as exc:
+            raise Discard(str(exc)) from None
+        timeout = handler.kind.timeout.total_seconds()
+        if handler.is_async:
+            self._call_async(handler, job, args, scope, timeout)
+            return
+        stop_watch = self.watch_timeout(scope, timeout) if self.watch_timeout else None
+        try:
+            with cancel_on_queries(scope):
+                scope.check()
+                handler.func(job, args)
+        finally:
+            if stop_watch is not None:
+                stop_watch()
+
+    def _call_async(
+        self, handler: HandlerSpec, job: Job, args: Any, scope: CancelScope, timeout: float
+    ) -> None:
+        async def main() -> None:
+            task = asyncio.ensure_future(handler.func(job, args))
+            loop = asyncio.get_running_loop()
+
+            def cancel_task() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+
+            scope.on_cancel(cancel_task)
+            try:
+                if self.manual:
+                    await task
+                else:
+                    await asyncio.wait_for(task, timeout)
+            except TimeoutError:
+                scope.cancel("timeout")
+                raise Canceled("timeout") from None
+            except asyncio.CancelledError:
+                raise Canceled(scope.reason or "canceled") from None
+
+        scope.check()
+        asyncio.run(main())
+
+    # -- decide ------------------------------------------------------------------------------
+    def decide(
+        self,
+        claimed: ClaimedJob,
+        job: Job,
+        handler: HandlerSpec,
+        error: BaseException | None,
+        scope: CancelScope,
+    ) -> tuple[Outcome, Finish | None]:
+        """Map how the handler ended to an outcome and the write that records it."""
+        now = self.service.clock()
+        run = claimed.run
+        if error is None:
+            # A handler that swallowed its Canceled and returned is completed (R18).
+            return "completed", Finish(run=run, state="completed", at=now)
+        if isinstance(error, Snooze):
+            return "snoozed", Finish(
+                run=run,
+                state="scheduled",
+                at=now,
+                scheduled_at=now + error.delay,
+                give_back_attempt=True,
+            )
+        if isinstance(error, Discard):
+            entry = self._entry(job, now, "Discarded", error.reason, None)
+            return "dead", Finish(run=run, state="dead", at=now, error=entry)
+        if isinstance(error, Canceled) and scope.cancelled:
+            if scope.reason == "lost":
+                return "lost", None
+            if scope.reason == "drain":
+                return "interrupted", Finish(
+                    run=run,
+                    state="available",
+                    at=now,
+                    scheduled_at=now,
+                    give_back_attempt=True,
+                )
+            timeout = handler.kind.timeout
+            entry = self._entry(job, now, "Timeout", f"the run exceeded its timeout of {timeout}", None)
+            return self._failed(claimed, handler, now, entry, None)
+        if isinstance(error, RetryIn):
+            entry = self._entry(job, now, "RetryIn", f"retry requested in {error.delay}", None)
+            return self._failed(claimed, handler, now, entry, error.delay)
+        entry = self._entry(job, now, _type_name(error), str(error), error)
+        return self._failed(claimed, handler, now, entry, None)
+
+    def _failed(
+        self,
+        claimed: ClaimedJob,
+        handler: HandlerSpec,
+        now: datetime,
+        entry: ErrorEntry,
+        delay: timedelta | None,
+    ) -> tuple[Outcome, Finish]:
+        run = claimed.run
+        if run.attempt >= claimed.record.max_attempts:
+            return "dead", Finish(run=run, state="dead", at=now, error=entry)
+        if delay is None:
+            delay = self.backoff(handler, run.attempt)
+        return "retried", Finish(
+            run=run, state="retrying", at=now, scheduled_at=now + delay, error=entry
+        )
+
+    def backoff(self, handler: HandlerSpec, attempt: int) -> timedelta:
+        custom = handler.kind.backoff
+        if custom is not None:
+            try:
+                delay = custom(attempt)
+                if isinstance(delay, (int, float)) and not isinstance(delay, bool):
+                    delay = timedelta(seconds=delay)
+                if isinstance(delay, timedelta) and delay >= timedelta(0):
+                    return delay
+                logger.error(
+                    "backoff of kind %s returned %r, not a timedelta; using the default",
+                    handler.kind.name,
+                    delay,
+                )
+            except Exception:
+                logger.exception("backoff of kind %s failed; using the default", handler.kind.name)
+        if self.rand is not None:
+            return default_backoff(attempt, rand=self.rand)
+        return default_backoff(attempt)
+
+    def _entry(
+        self, job: Job, now: datetime, type_name: str, message: str, error: BaseException | None
+    ) -> ErrorEntry:
+        explanations = job.explanations
+        if explanations:
+            message = "; ".join(explanations) + (f": {message}" if message else "")
+        return ErrorEntry(
+            at=now,
+            attempt=job.attempt,
+            type=type_name,
+            message=message[:MESSAGE_CHARS],
+            traceback=_short_traceback(error) if error is not None else "",
+        )
+
+    def _after_complete_in(
+        self, claimed: ClaimedJob, control: _Control, error: BaseException | None, seconds: float
+    ) -> Attempt:
+        # The handler's own transaction decided the outcome (R20): write nothing more.
+        if control.completion_committed:
+            return Attempt(
+                claimed=claimed,
+                outcome="completed",
+                finish=None,
+                seconds=seconds,
+                completed_in_transaction=True,
+            )
+        logger.warning(
+            "job %s: complete_in's transaction did not commit (%s); it runs again after its lease",
+            claimed.record.id,
+            type(error).__name__ if error else "rolled back",
+        )
+        return Attempt(claimed=claimed, outcome="lost", finish=None, seconds=seconds)
+
+
+def _type_name(error: BaseException) -> str:
+    cls = type(error)
+    if cls.__module__ in ("builtins", "__main__"):
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _short_traceback(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)[-TRACEBACK_FRAMES:]
+    text = "".join(traceback.format_list(frames)) + "".join(
+        traceback.format_exception_only(type(error), error)
+    )
+    return text[-TRACEBACK_CHARS:]

@@ -1,0 +1,100 @@
+"""Manual mode (R35): `jobs.step()` runs one round in the calling thread, no threads started.
+
+Order: leader, cron, stage, rescue, prune (leader only), then every due job of every configured
+queue, one after the other. In manual mode there is no heartbeat: a lease ends `LEASE` after
+the claim. `step()` may run in several threads at once; each thread is an instance.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+from anole_jobs import events
+from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
+from anole_jobs.records import RunRecord, StepReport
+from anole_jobs.service import Jobs
+from anole_jobs.worker.executor import Attempt, Executor
+
+CLAIM_LIMIT = 10_000
+
+
+def instance_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Stepper:
+    def __init__(self, service: Jobs) -> None:
+        self.service = service
+        self.executor = Executor(service, manual=True)
+        self._local = threading.local()
+
+    def _leadership(self) -> Leadership:
+        leadership = getattr(self._local, "leadership", None)
+        if leadership is None:
+            name = f"{instance_name()}:step-{threading.get_ident()}"
+            leadership = self._local.leadership = Leadership(self.service, name)
+        return leadership
+
+    def step(self) -> StepReport:
+        service = self.service
+        now = service.clock()
+        leader = self._leadership().run_once(now)
+        cron_enqueued = 0
+        staged = Stager(service).run_once(now)
+        rescued = len(Rescuer(service).run_once(now))
+        pruned = Pruner(service).run_once(now) if leader else 0
+        runs = []
+        queues = list(service.settings.queues)
+        handled = service.registry.handled_kinds()
+        UnhandledKinds(service).run_once(queues)
+        for queue in queues:
+            if not handled:
+                break
+            now = service.clock()
+            claimed = service.store.claim(
+                queue,
+                kinds=handled,
+                limit=CLAIM_LIMIT,
+                now=now,
+                lease_until=now + service.settings.lease,
+                worker=self._leadership().instance,
+            )
+            for job in claimed:
+                attempt = self.executor.run(job)
+                runs.append(self._record(attempt))
+        return StepReport(
+            runs=runs,
+            staged=staged,
+            rescued=rescued,
+            pruned=pruned,
+            cron_enqueued=cron_enqueued,
+            leader=leader,
+        )
+
+    def _record(self, attempt: Attempt) -> RunRecord:
+        outcome = attempt.outcome
+        saved = True
+        if attempt.finish is not None:
+            (saved,) = self.service.store.finish([attempt.finish])
+            if not saved:
+                outcome = "lost"
+        record = attempt.claimed.record
+        self.service.bus.emit(
+            events.RUN_FINISHED,
+            queue=record.queue,
+            kind=record.kind,
+            job_id=record.id,
+            attempt=attempt.claimed.run.attempt,
+            outcome=outcome,
+            seconds=attempt.seconds,
+            saved=saved,
+        )
+        return RunRecord(
+            job_id=record.id,
+            kind=record.kind,
+            queue=record.queue,
+            attempt=attempt.claimed.run.attempt,
+            outcome=outcome,
+        )
