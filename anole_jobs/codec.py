@@ -14,24 +14,16 @@ from a payload; a payload can only name values of the types the annotations allo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
+import typing
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import Enum
-from typing import (  # noqa: UP035 - bare typing.Tuple must be recognised
-    Annotated,
-    Any,
-    Literal,
-    Tuple,
-    TypeVar,
-    Union,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from typing import Any, NamedTuple, TypeVar, get_type_hints
 from uuid import UUID
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -81,32 +73,25 @@ def _got(value: object) -> str:
 
 # --- encoding ----------------------------------------------------------------------------------
 
-_INIT_FIELDS: dict[type, tuple[str, ...]] = {}
 
-
+@functools.cache
 def _init_fields(cls: type) -> tuple[str, ...]:
     # Only init fields are stored: decoding passes them to the constructor; the others are
     # derived (usually in __post_init__) and would only bloat the payload and its unique key.
-    names = _INIT_FIELDS.get(cls)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
-        _INIT_FIELDS[cls] = names
-    return names
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+_HINTS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (Enum, "store its .value instead; enums are not supported"),
+    ((set, frozenset), "use a list or tuple"),
+    ((bytes, bytearray, memoryview), "decode it to str, e.g. with base64"),
+    (type, "a class, not an instance"),
+)
 
 
 def _not_json(value: object, path: str) -> str:
-    kind = type(value).__name__
-    if isinstance(value, Enum):
-        hint = "store its .value instead; enums are not supported"
-    elif isinstance(value, set | frozenset):
-        hint = "use a list or tuple"
-    elif isinstance(value, bytes | bytearray | memoryview):
-        hint = "decode it to str, e.g. with base64"
-    elif isinstance(value, type) and dataclasses.is_dataclass(value):
-        hint = "a dataclass class, not an instance"
-    else:
-        hint = _SUPPORTED
-    return f"{path}: value of type {kind} is not JSON ({hint})"
+    hint = next((hint for kinds, hint in _HINTS if isinstance(value, kinds)), _SUPPORTED)
+    return f"{path}: value of type {type(value).__name__} is not JSON ({hint})"
 
 
 def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
@@ -117,9 +102,7 @@ def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
     """
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, Enum):
-        if not rich and isinstance(value, int | str):
-            return value.value  # IntEnum/StrEnum in meta serialise as their values anyway
+    if isinstance(value, Enum):  # an IntEnum/StrEnum would pass as an int/str, then not decode
         errors.append(_not_json(value, path))
         return None
     if isinstance(value, int):
@@ -171,6 +154,17 @@ def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
     return None
 
 
+def _convert(value: object, path: str, *, rich: bool) -> Any:
+    errors: list[str] = []
+    try:
+        converted = _to_json(value, path, errors, rich)
+    except RecursionError:
+        raise InvalidJob(f"{path}: nested too deeply (or cyclic)")
+    if errors:
+        raise _fail(InvalidJob, errors)
+    return converted
+
+
 def encode_args(value: object) -> dict[str, Any]:
     """Return the JSON form of a dataclass instance: a dict holding only JSON types.
 
@@ -183,14 +177,7 @@ def encode_args(value: object) -> dict[str, Any]:
             f"job arguments must be a dataclass instance, got {type(value).__name__}; "
             "decorate the class with @kind(...) and @dataclass and pass an instance"
         )
-    errors: list[str] = []
-    try:
-        encoded = _to_json(value, type(value).__name__, errors, rich=True)
-    except RecursionError:
-        raise InvalidJob(f"{type(value).__name__}: arguments are nested too deeply (or cyclic)")
-    if errors:
-        raise _fail(InvalidJob, errors)
-    return encoded
+    return _convert(value, type(value).__name__, rich=True)
 
 
 def ensure_json_object(value: object, *, name: str = "meta") -> dict[str, Any]:
@@ -205,14 +192,7 @@ def ensure_json_object(value: object, *, name: str = "meta") -> dict[str, Any]:
         raise InvalidJob(
             f"{name} must be a JSON object (a dict with str keys), got {type(value).__name__}"
         )
-    errors: list[str] = []
-    try:
-        copy = _to_json(value, name, errors, rich=False)
-    except RecursionError:
-        raise InvalidJob(f"{name}: nested too deeply (or cyclic)")
-    if errors:
-        raise _fail(InvalidJob, errors)
-    return copy
+    return _convert(value, name, rich=False)
 
 
 def canonical_json(value: object) -> str:
@@ -231,67 +211,36 @@ def canonical_json(value: object) -> str:
 # appending at least one message to errors. Decoders are built once per annotation and cached.
 _Decoder = Callable[[Any, str, list[str]], Any]
 _INVALID: Any = object()
-_DECODERS: dict[object, _Decoder] = {}
 _NoneType = type(None)
+_DECODERS: dict[object, _Decoder] = {}
 
 
-class _Unsupported(Exception):  # noqa: N818 - internal signal, never escapes this module
-    pass
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Field:
+class _Field(NamedTuple):
     name: str
     decode: _Decoder
     required: bool
     validators: tuple[Callable[[Any], object], ...]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Plan:
-    fields: tuple[_Field, ...]
-    clean: bool
+class _Unsupported(Exception):  # noqa: N818 - internal signal, never escapes this module
+    pass
 
 
-_PLANS: dict[type, _Plan] = {}
+def _is_int(data: Any) -> bool:
+    return isinstance(data, int) and not isinstance(data, bool)
 
 
-def _type_name(tp: object) -> str:
-    if tp is _NoneType or tp is None:
-        return "None"
-    if isinstance(tp, type) and get_origin(tp) is None:
-        return tp.__name__
-    return repr(tp).replace("typing.", "").replace("datetime.", "").replace("decimal.", "")
-
-
-def _simple(name: str, accept: Callable[[Any], bool], convert: Callable[[Any], Any]) -> _Decoder:
-    def decode(data: Any, path: str, errors: list[str]) -> Any:
-        if accept(data):
-            return convert(data)
-        errors.append(f"{path}: expected {name}, {_got(data)}")
-        return _INVALID
-
-    return decode
-
-
-def _parsed(name: str, parse: Callable[[Any], Any]) -> _Decoder:
-    """A decoder for a type stored as text; `parse` raises ValueError with a reason."""
-
-    def decode(data: Any, path: str, errors: list[str]) -> Any:
-        if not isinstance(data, str):
-            errors.append(f"{path}: expected {name} (as a string), {_got(data)}")
-            return _INVALID
-        try:
-            return parse(data)
-        except (ValueError, ArithmeticError) as exc:
-            errors.append(f"{path}: {_short(data)} is not a valid {name} ({exc})")
-            return _INVALID
-
-    return decode
+_SCALARS: dict[object, tuple[str, Callable[[Any], bool], Callable[[Any], Any]]] = {
+    _NoneType: ("None", lambda d: d is None, lambda d: d),
+    bool: ("bool", lambda d: isinstance(d, bool), bool),
+    int: ("int", _is_int, int),
+    float: ("float", lambda d: _is_int(d) or isinstance(d, float) and math.isfinite(d), float),
+    str: ("str", lambda d: isinstance(d, str), str),
+}
 
 
 def _parse_datetime(text: str) -> datetime:
-    value = datetime.fromisoformat(text)
+    value = datetime.fromisoformat(text)  # accepts "Z" since Python 3.11
     if value.utcoffset() is None:
         raise ValueError("it has no UTC offset; a stored datetime must be timezone-aware")
     return value
@@ -307,18 +256,32 @@ def _parse_decimal(text: str) -> Decimal:
     return value
 
 
-def _to_float(data: Any) -> float:
-    return float(data)
+_TEXTUAL: dict[object, Callable[[str], Any]] = {
+    datetime: _parse_datetime,
+    date: date.fromisoformat,
+    Decimal: _parse_decimal,
+    UUID: UUID,
+}
 
 
-def _is_int(data: Any) -> bool:
-    return isinstance(data, int) and not isinstance(data, bool)
+def _type_name(tp: object) -> str:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is _NoneType or tp is Ellipsis:
+        return "None" if tp is _NoneType else "..."
+    if origin is typing.Union or origin is types.UnionType:
+        return " | ".join(_type_name(a) for a in args)
+    if origin is typing.Literal:
+        return f"Literal{list(args)!r}"
+    if origin is not None and args:
+        return f"{_type_name(origin)}[{', '.join(_type_name(a) for a in args)}]"
+    if isinstance(tp, type):
+        return tp.__name__
+    return repr(tp).replace("typing.", "")
 
 
-def _is_number(data: Any) -> bool:
-    return (isinstance(data, int) and not isinstance(data, bool)) or (
-        isinstance(data, float) and math.isfinite(data)
-    )
+def _report(message: str, data: Any, path: str, errors: list[str]) -> Any:
+    errors.append(f"{path}: {message}")
+    return _INVALID
 
 
 def _decode_any(data: Any, path: str, errors: list[str]) -> Any:
@@ -329,7 +292,7 @@ def _decode_any(data: Any, path: str, errors: list[str]) -> Any:
 
 def _decoder(tp: object) -> _Decoder:
     # Unions compare equal whatever their order (int | float == float | int), yet the first
-    # alternative wins; the repr tells them apart. Only plans call this, so it is cold.
+    # alternative wins: the repr tells them apart. Only plans call this, so it is off the hot path.
     key = (tp, repr(tp))
     try:
         return _DECODERS[key]
@@ -342,108 +305,110 @@ def _decoder(tp: object) -> _Decoder:
 
 
 def _build(tp: object) -> _Decoder:
-    origin, args = get_origin(tp), get_args(tp)
-    name = _type_name(tp)
-    if origin is Annotated:
+    origin, args, name = typing.get_origin(tp), typing.get_args(tp), _type_name(tp)
+    if origin is typing.Annotated:
         return _decoder(args[0])
     if tp is Any or tp is object:
         return _decode_any
-    if tp is None or tp is _NoneType:
-        return _simple("None", lambda d: d is None, lambda d: d)
-    if tp is bool:
-        return _simple("bool", lambda d: isinstance(d, bool), bool)
-    if tp is int:
-        return _simple("int", _is_int, int)
-    if tp is float:
-        return _simple("float", _is_number, _to_float)
-    if tp is str:
-        return _simple("str", lambda d: isinstance(d, str), str)
-    if tp is datetime:
-        return _parsed("datetime", _parse_datetime)
-    if tp is date:
-        return _parsed("date", date.fromisoformat)
-    if tp is Decimal:
-        return _parsed("Decimal", _parse_decimal)
-    if tp is UUID:
-        return _parsed("UUID", UUID)
+    if tp in _SCALARS:
+        return _scalar(*_SCALARS[tp])
+    if tp in _TEXTUAL:
+        return _textual(name, _TEXTUAL[tp])
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _dataclass_decoder(tp)
+        # The plan is looked up at call time, so a self-referencing dataclass builds fine.
+        return functools.partial(_decode_object, tp)
     if tp is list or origin is list:
-        return _list_decoder(name, _decoder(args[0] if args else Any))
-    if tp is tuple or tp is Tuple:  # noqa: UP006 - bare typing.Tuple is tuple[Any, ...]
-        return _tuple_decoder(name, _decode_any, None)
+        return _sequence(name, _decoder(args[0] if args else Any))
+    if tp is tuple or tp is typing.Tuple:  # noqa: UP006 - bare Tuple is tuple[Any, ...]
+        return _sequence(name, _decode_any, as_tuple=True)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return _tuple_decoder(name, _decoder(args[0]), None)
-        if args in ((), ((),)):  # tuple[()]: the empty tuple
-            return _tuple_decoder(name, None, ())
-        return _tuple_decoder(name, None, tuple(_decoder(a) for a in args))
+            return _sequence(name, _decoder(args[0]), as_tuple=True)
+        fixed = () if args in ((), ((),)) else tuple(_decoder(a) for a in args)  # (()) is empty
+        return _sequence(name, _decode_any, fixed, as_tuple=True)
     if tp is dict or origin is dict:
         if args and args[0] not in (str, Any):
             raise _Unsupported(f"{name} is not supported (JSON object keys are str)")
-        return _dict_decoder(name, _decoder(args[1] if args else Any))
-    if origin is Union or origin is types.UnionType:
-        return _union_decoder(name, args)
-    if origin is Literal:
-        return _literal_decoder(name, args)
+        return _mapping(name, _decoder(args[1] if args else Any))
+    if origin is typing.Union or origin is types.UnionType:
+        return _union(name, args)
+    if origin is typing.Literal:
+        return _literal(args)
     raise _Unsupported(
         f"{name} is not supported ({_SUPPORTED}, and list[T], tuple[...], dict[str, T], "
         "Optional, Union, Literal, Any)"
     )
 
 
-def _list_decoder(name: str, item: _Decoder) -> _Decoder:
+def _scalar(name: str, accept: Callable[[Any], bool], convert: Callable[[Any], Any]) -> _Decoder:
     def decode(data: Any, path: str, errors: list[str]) -> Any:
-        if not isinstance(data, list):
-            errors.append(f"{path}: expected {name}, {_got(data)}")
-            return _INVALID
-        out = [item(x, f"{path}[{i}]", errors) for i, x in enumerate(data)]
-        return _INVALID if any(x is _INVALID for x in out) else out
+        if accept(data):
+            try:
+                return convert(data)
+            except OverflowError:  # an int too large for a float
+                pass
+        errors.append(f"{path}: expected {name}, {_got(data)}")
+        return _INVALID
 
     return decode
 
 
-def _tuple_decoder(
-    name: str, rest: _Decoder | None, items: tuple[_Decoder, ...] | None
+def _textual(name: str, parse: Callable[[str], Any]) -> _Decoder:
+    def decode(data: Any, path: str, errors: list[str]) -> Any:
+        if not isinstance(data, str):
+            errors.append(f"{path}: expected {name} (as a string), {_got(data)}")
+            return _INVALID
+        try:
+            return parse(data)
+        except (ValueError, ArithmeticError) as exc:
+            errors.append(f"{path}: {_short(data)} is not a valid {name} ({exc})")
+            return _INVALID
+
+    return decode
+
+
+def _sequence(
+    name: str,
+    item: _Decoder,
+    fixed: tuple[_Decoder, ...] | None = None,
+    *,
+    as_tuple: bool = False,
 ) -> _Decoder:
     def decode(data: Any, path: str, errors: list[str]) -> Any:
         if not isinstance(data, list | tuple):
             errors.append(f"{path}: expected {name}, {_got(data)}")
             return _INVALID
-        if items is not None and len(data) != len(items):
-            errors.append(f"{path}: expected {name} of length {len(items)}, got {len(data)} items")
+        if fixed is not None and len(data) != len(fixed):
+            errors.append(f"{path}: expected {name} of length {len(fixed)}, got {len(data)} items")
             return _INVALID
-        decoders = items if items is not None else (rest,) * len(data)
-        out = tuple(
-            decode_item(x, f"{path}[{i}]", errors)
-            for i, (decode_item, x) in enumerate(zip(decoders, data, strict=True))
-            if decode_item is not None
-        )
-        return _INVALID if any(x is _INVALID for x in out) else out
+        decoders = fixed if fixed is not None else (item,) * len(data)
+        pairs = enumerate(zip(decoders, data, strict=True))
+        out = [decode_item(x, f"{path}[{i}]", errors) for i, (decode_item, x) in pairs]
+        if any(x is _INVALID for x in out):
+            return _INVALID
+        return tuple(out) if as_tuple else out
 
     return decode
 
 
-def _dict_decoder(name: str, value: _Decoder) -> _Decoder:
+def _mapping(name: str, value: _Decoder) -> _Decoder:
     def decode(data: Any, path: str, errors: list[str]) -> Any:
         if not isinstance(data, dict):
             errors.append(f"{path}: expected {name}, {_got(data)}")
             return _INVALID
+        before = len(errors)
         out: dict[str, Any] = {}
-        ok = True
         for key, item in data.items():
-            if not isinstance(key, str):
+            if isinstance(key, str):
+                out[key] = value(item, f"{path}[{key!r}]", errors)
+            else:
                 errors.append(f"{path}: dict key {_short(key)} is not a str")
-                ok = False
-                continue
-            out[key] = decoded = value(item, f"{path}[{key!r}]", errors)
-            ok = ok and decoded is not _INVALID
-        return out if ok else _INVALID
+        return _INVALID if len(errors) > before else out
 
     return decode
 
 
-def _union_decoder(name: str, args: tuple[object, ...]) -> _Decoder:
+def _union(name: str, args: tuple[object, ...]) -> _Decoder:
     allows_none = _NoneType in args
     others = [a for a in args if a is not _NoneType]
     if len(others) == 1:  # Optional[T]: report T's own (possibly nested) messages
@@ -467,13 +432,11 @@ def _union_decoder(name: str, args: tuple[object, ...]) -> _Decoder:
     return decode
 
 
-def _literal_decoder(name: str, allowed: tuple[object, ...]) -> _Decoder:
-    # Compare types too: True == 1 and 1 == 1.0, but Literal[1] should not accept True or 1.0.
-    pairs = [(type(a), a) for a in allowed]
-
+def _literal(allowed: tuple[object, ...]) -> _Decoder:
+    # Compare types too: True == 1 == 1.0, but Literal[1] must accept neither True nor 1.0.
     def decode(data: Any, path: str, errors: list[str]) -> Any:
-        for kind, value in pairs:
-            if type(data) is kind and data == value:
+        for value in allowed:
+            if type(data) is type(value) and data == value:
                 return value
         errors.append(f"{path}: expected one of {list(allowed)!r}, {_got(data)}")
         return _INVALID
@@ -481,10 +444,9 @@ def _literal_decoder(name: str, allowed: tuple[object, ...]) -> _Decoder:
     return decode
 
 
-def _plan(cls: type) -> _Plan:
-    plan = _PLANS.get(cls)
-    if plan is not None:
-        return plan
+@functools.cache  # an exception is not cached: a class that fails keeps failing loudly
+def _plan(cls: type) -> tuple[tuple[_Field, ...], bool]:
+    """Return (fields, has clean()) for `cls`: its type hints resolved once per class."""
     try:
         hints = get_type_hints(cls, include_extras=True)
     except Exception as exc:  # NameError for an undefined name, TypeError for bad syntax...
@@ -496,26 +458,17 @@ def _plan(cls: type) -> _Plan:
         try:
             decode = _decoder(hints.get(f.name, Any))
         except _Unsupported as exc:
-            decode = _unsupported(str(exc))
+            decode = functools.partial(_report, f"field type {exc}")
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         validators = tuple(f.metadata.get("validators", ()))
         fields.append(_Field(f.name, decode, required, validators))
-    plan = _PLANS[cls] = _Plan(tuple(fields), callable(getattr(cls, "clean", None)))
-    return plan
-
-
-def _unsupported(message: str) -> _Decoder:
-    def decode(data: Any, path: str, errors: list[str]) -> Any:
-        errors.append(f"{path}: field type {message}")
-        return _INVALID
-
-    return decode
+    return tuple(fields), callable(getattr(cls, "clean", None))
 
 
 def _rule_messages(exc: Exception, path: str) -> list[str]:
     if isinstance(exc, ValidationError):
         if hasattr(exc, "error_dict"):  # ValidationError({"field": ...}) from clean()
-            out = []
+            out: list[str] = []
             for key, messages in exc.message_dict.items():
                 where = path if key == NON_FIELD_ERRORS else f"{path}.{key}"
                 out.extend(f"{where}: {message}" for message in messages)
@@ -528,10 +481,10 @@ def _decode_object(cls: type, data: Any, path: str, errors: list[str]) -> Any:
     if not isinstance(data, dict):
         errors.append(f"{path}: expected {cls.__name__} (a JSON object), {_got(data)}")
         return _INVALID
-    plan = _plan(cls)
+    fields, has_clean = _plan(cls)
     before = len(errors)
     kwargs: dict[str, Any] = {}
-    for f in plan.fields:  # keys that are not fields are ignored (see decode_args)
+    for f in fields:  # keys that are not fields are ignored (see decode_args)
         if f.name not in data:
             if f.required:  # a missing field with a default takes it, unvalidated
                 errors.append(f"{path}.{f.name}: missing required field")
@@ -552,21 +505,13 @@ def _decode_object(cls: type, data: Any, path: str, errors: list[str]) -> Any:
     except (ValidationError, ValueError, TypeError) as exc:  # from __post_init__
         errors.extend(_rule_messages(exc, path))
         return _INVALID
-    if plan.clean:
+    if has_clean:
         try:
             instance.clean()
         except (ValidationError, ValueError) as exc:
             errors.extend(_rule_messages(exc, path))
             return _INVALID
     return instance
-
-
-def _dataclass_decoder(cls: type) -> _Decoder:
-    # The plan is looked up at call time, so a self-referencing dataclass builds fine.
-    def decode(data: Any, path: str, errors: list[str]) -> Any:
-        return _decode_object(cls, data, path, errors)
-
-    return decode
 
 
 def decode_args(cls: type[T], data: object) -> T:
@@ -588,7 +533,7 @@ def decode_args(cls: type[T], data: object) -> T:
         raise DecodeError(f"{cls.__name__}: arguments are nested too deeply")
     if errors:
         raise _fail(DecodeError, errors)
-    return instance  # type: ignore[no-any-return]
+    return instance
 
 
 def check_args(value: object) -> dict[str, Any]:

@@ -1,6 +1,16 @@
-"""Settings for the test suite: SQLite by default; PostgreSQL and Redis are added per test."""
+"""Settings for the test suite.
+
+`default` is a SQLite file (threads share it); `pg` is PostgreSQL at 127.0.0.1:5432, used only
+by tests that ask for it (pytest-django creates and drops a database unique to this run).
+Redis tests build their own CACHES entry with a key prefix unique to the run.
+"""
 
 import os
+import tempfile
+import uuid
+
+RUN_ID = os.environ.get("ANOLE_TEST_RUN_ID") or uuid.uuid4().hex[:10]
+os.environ["ANOLE_TEST_RUN_ID"] = RUN_ID  # subprocesses (end-to-end tests) share it
 
 SECRET_KEY = "tests-only"
 USE_TZ = True
@@ -18,10 +28,31 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
 ROOT_URLCONF = "tests.urls"
+_TMP = os.path.join(tempfile.gettempdir(), f"anole_tests_{RUN_ID}")
+os.makedirs(_TMP, exist_ok=True)
+PG_HOST = os.environ.get("ANOLE_TEST_PG_HOST", "127.0.0.1")
+PG_PORT = os.environ.get("ANOLE_TEST_PG_PORT", "5432")
+PG_USER = os.environ.get("ANOLE_TEST_PG_USER", "postgres")
 DATABASES = {
-    "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.path.join(_TMP, "default.sqlite3"),
+        "TEST": {"NAME": os.path.join(_TMP, "test_default.sqlite3")},
+    },
+    "pg": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "postgres",
+        "USER": PG_USER,
+        "HOST": PG_HOST,
+        "PORT": PG_PORT,
+        "TEST": {"NAME": f"anole_test_{RUN_ID}"},
+    },
 }
-PG_TEST_DSN = os.environ.get("ANOLE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_TEST_URL = os.environ.get("ANOLE_TEST_REDIS", "redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "jobs": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": REDIS_TEST_URL},
+}
 ANOLE_JOBS = {"STORE": "memory", "RUN": "manual"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGGING_CONFIG = None

@@ -1,0 +1,687 @@
+"""The store contract suite: the same behaviour, asserted on every store (memory, SQLite,
+PostgreSQL, Redis), driven through the public `jobs` facade in manual mode (R35).
+
+Time moves only when a test advances the fake clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from django.db import connections, transaction
+from django.test.utils import CaptureQueriesContext
+
+from anole_jobs import Enqueued, InvalidJob, kind
+from anole_jobs.backoff import ceiling
+from anole_jobs.stores.base import Finish, NewJob
+from tests.sampleapp.jobs import CustomBackoff, Orphan, Prioritized, Validated, Work
+
+
+def state_of(env, job_id):
+    record = env.jobs.get(job_id)
+    assert record is not None, f"job {job_id} vanished"
+    return record.state
+
+
+# -- enqueue ---------------------------------------------------------------------------------
+
+
+def test_enqueue_makes_an_available_job_with_the_kind_options(env):
+    result = env.jobs.enqueue(Work(action="ok", tag="a"), meta={"origin": "test"})
+    assert isinstance(result, Enqueued) and result.inserted and result.id > 0
+    record = env.jobs.get(result.id)
+    assert record.state == "available"
+    assert record.kind == "test.work"
+    assert record.queue == "default"
+    assert record.args == {"action": "ok", "seconds": 0, "tag": "a"}
+    assert record.meta == {"origin": "test"}
+    assert record.attempt == 0 and record.max_attempts == 3
+    assert record.created_at == env.clock() == record.scheduled_at
+    assert record.errors == () and record.finished_at is None
+
+
+def test_delay_and_run_at_schedule_the_job(env):
+    delayed = env.jobs.enqueue(Work(), delay=30)
+    at = env.clock() + timedelta(hours=1)
+    pinned = env.jobs.enqueue(Work(), run_at=at)
+    past = env.jobs.enqueue(Work(), run_at=env.clock() - timedelta(seconds=5))
+    assert env.jobs.get(delayed.id).state == "scheduled"
+    assert env.jobs.get(delayed.id).scheduled_at == env.clock() + timedelta(seconds=30)
+    assert env.jobs.get(pinned.id).scheduled_at == at
+    assert env.jobs.get(past.id).state == "available"
+
+
+def test_enqueue_options_override_the_kind(env):
+    result = env.jobs.enqueue(Work(), priority=-7, queue="mail")
+    record = env.jobs.get(result.id)
+    assert (record.priority, record.queue) == (-7, "mail")
+
+
+def test_undecorated_args_raise_invalid_job(env):
+    @dataclass
+    class NotAKind:
+        x: int
+
+    with pytest.raises(InvalidJob, match="not a job kind"):
+        env.jobs.enqueue(NotAKind(1))
+    assert env.jobs.counts() == {}
+
+
+def test_non_json_args_raise_invalid_job_naming_the_field(env):
+    with pytest.raises(InvalidJob, match="tag"):
+        env.jobs.enqueue(Work(tag={1, 2}))  # type: ignore[arg-type]
+    assert env.jobs.counts() == {}
+
+
+def test_field_rules_are_checked_at_enqueue(env):
+    with pytest.raises(InvalidJob, match="greater than or equal to 1"):
+        env.jobs.enqueue(Validated(count=0))
+    with pytest.raises(InvalidJob, match="must not be 'bad'"):
+        env.jobs.enqueue(Validated(count=1, label="bad"))
+
+
+def test_priority_out_of_range_raises(env):
+    with pytest.raises(InvalidJob, match="-100..100"):
+        env.jobs.enqueue(Work(), priority=101)
+
+
+def test_bad_meta_and_delay_raise(env):
+    with pytest.raises(InvalidJob, match="meta"):
+        env.jobs.enqueue(Work(), meta={"x": object()})
+    with pytest.raises(InvalidJob):
+        env.jobs.enqueue(Work(), delay=-1)
+    with pytest.raises(InvalidJob, match="aware"):
+        env.jobs.enqueue(Work(), run_at=env.clock().replace(tzinfo=None))
+
+
+def test_enqueue_many_inserts_in_order(env):
+    results = env.jobs.enqueue_many([Work(tag=str(i)) for i in range(25)], queue="mail")
+    assert [r.inserted for r in results] == [True] * 25
+    ids = [r.id for r in results]
+    assert ids == sorted(ids) and len(set(ids)) == 25
+    assert [env.jobs.get(i).args["tag"] for i in ids] == [str(i) for i in range(25)]
+    assert env.jobs.counts() == {"mail": {"available": 25}}
+
+
+def test_enqueue_many_is_one_round_trip_per_batch(env):
+    if not env.sql:
+        pytest.skip("query counting applies to the SQL stores; Redis counts its calls itself")
+    connection = connections[env.alias]
+    env.jobs.enqueue(Work())  # warm up: build the service outside the count
+    with CaptureQueriesContext(connection) as queries:
+        env.jobs.enqueue_many([Work(tag=str(i)) for i in range(300)])
+    assert len(queries) == 1, [q["sql"][:80] for q in queries]
+
+
+def test_enqueue_many_rejects_the_whole_batch_on_one_bad_item(env):
+    with pytest.raises(InvalidJob):
+        env.jobs.enqueue_many([Work(), Work(tag=object())])  # type: ignore[arg-type]
+    assert env.jobs.counts() == {}
+
+
+# -- outcomes (R15, R16) -----------------------------------------------------------------------
+
+
+def test_success_completes_the_job(env, recorder):
+    job = env.jobs.enqueue(Work(action="ok"))
+    report = env.jobs.step()
+    assert [(r.job_id, r.outcome, r.attempt) for r in report.runs] == [(job.id, "completed", 1)]
+    record = env.jobs.get(job.id)
+    assert record.state == "completed"
+    assert record.attempt == 1
+    assert record.finished_at == env.clock()
+    assert recorder == [{"id": job.id, "attempt": 1, "action": "ok", "tag": ""}]
+
+
+def test_failure_retries_with_default_backoff_then_dies(env, recorder):
+    job = env.jobs.enqueue(Work(action="fail"))
+    for attempt in (1, 2):
+        now = env.clock()
+        report = env.jobs.step()
+        assert report.outcomes() == {job.id: "retried"}
+        record = env.jobs.get(job.id)
+        assert record.state == "retrying"
+        assert record.attempt == attempt
+        d = ceiling(attempt)
+        assert now + d / 2 <= record.scheduled_at <= now + d  # R5 equal jitter
+        # Not due yet: nothing runs.
+        env.clock.advance(d / 2 - timedelta(microseconds=1) if d / 2 > record.scheduled_at - now else 0)
+        env.clock.set(record.scheduled_at - timedelta(microseconds=1))
+        assert env.jobs.step().runs == []
+        env.clock.set(record.scheduled_at)
+    report = env.jobs.step()
+    assert report.outcomes() == {job.id: "dead"}
+    record = env.jobs.get(job.id)
+    assert record.state == "dead" and record.attempt == 3
+    assert [e["attempt"] for e in record.errors] == [1, 2, 3]
+    assert {e["type"] for e in record.errors} == {"ValueError"}
+    assert record.errors[0]["message"] == "failed on attempt 1"
+    assert "raise ValueError" in record.errors[0]["traceback"]
+    assert record.finished_at == env.clock()
+    assert [c["attempt"] for c in recorder] == [1, 2, 3]
+
+
+def test_custom_backoff_is_used(env):
+    job = env.jobs.enqueue(CustomBackoff())
+    now = env.clock()
+    env.jobs.step()
+    assert env.jobs.get(job.id).scheduled_at == now + timedelta(seconds=10)
+
+
+def test_snooze_does_not_count_the_attempt(env, recorder):
+    job = env.jobs.enqueue(Work(action="snooze", seconds=60))
+    report = env.jobs.step()
+    assert report.outcomes() == {job.id: "snoozed"}
+    record = env.jobs.get(job.id)
+    assert record.state == "scheduled"
+    assert record.attempt == 0
+    assert record.scheduled_at == env.clock() + timedelta(seconds=60)
+    assert record.errors == ()
+    env.clock.advance(59)
+    assert env.jobs.step().runs == []
+    env.clock.advance(1)
+    report = env.jobs.step()
+    assert [(r.attempt, r.outcome) for r in report.runs] == [(1, "snoozed")]
+    assert [c["attempt"] for c in recorder] == [1, 1]
+
+
+def test_discard_kills_at_once_with_the_reason(env):
+    job = env.jobs.enqueue(Work(action="discard"))
+    assert env.jobs.step().outcomes() == {job.id: "dead"}
+    record = env.jobs.get(job.id)
+    assert record.state == "dead" and record.attempt == 1
+    assert [(e["type"], e["message"]) for e in record.errors] == [("Discarded", "not worth retrying")]
+
+
+def test_retry_in_is_a_failed_attempt_after_the_delay(env):
+    job = env.jobs.enqueue(Work(action="retry_in", seconds=5))
+    assert env.jobs.step().outcomes() == {job.id: "retried"}
+    record = env.jobs.get(job.id)
+    assert record.state == "retrying" and record.attempt == 1
+    assert record.scheduled_at == env.clock() + timedelta(seconds=5)
+    assert len(record.errors) == 1
+
+
+def test_explain_is_stored_with_the_error(env):
+    job = env.jobs.enqueue(Work(action="explain_fail"))
+    env.jobs.step()
+    (error,) = env.jobs.get(job.id).errors
+    assert error["type"] == "RuntimeError"
+    assert error["message"] == "calling the webhook: 503 from upstream"
+
+
+def test_control_flow_is_not_swallowed_by_except_exception(env):
+    job = env.jobs.enqueue(Work(action="bare_except", seconds=10))
+    assert env.jobs.step().outcomes() == {job.id: "snoozed"}
+
+
+def test_async_handlers_run_and_fail_like_sync_ones(env, recorder):
+    from tests.sampleapp.jobs import AsyncWork
+
+    ok = env.jobs.enqueue(AsyncWork())
+    bad = env.jobs.enqueue(AsyncWork(fail=True))
+    assert env.jobs.step().outcomes() == {ok.id: "completed", bad.id: "retried"}
+    assert env.jobs.get(bad.id).errors[0]["type"] == "ValueError"
+
+
+def test_a_payload_that_no_longer_decodes_is_discarded(env):
+    now = env.clock()
+    (inserted,) = env.store.insert(
+        [
+            NewJob(
+                kind="test.validated",
+                queue="default",
+                args={"count": "three"},
+                meta={},
+                priority=0,
+                max_attempts=5,
+                state="available",
+                scheduled_at=now,
+                created_at=now,
+            )
+        ]
+    )
+    assert env.jobs.step().outcomes() == {inserted.id: "dead"}
+    record = env.jobs.get(inserted.id)
+    assert record.state == "dead" and record.attempt == 1
+    (error,) = record.errors
+    assert error["type"] == "Discarded" and "count" in error["message"]
+
+
+def test_a_field_rule_violation_in_storage_is_discarded(env):
+    now = env.clock()
+    (inserted,) = env.store.insert(
+        [
+            NewJob(
+                kind="test.validated",
+                queue="default",
+                args={"count": 0},
+                meta={},
+                priority=0,
+                max_attempts=5,
+                state="available",
+                scheduled_at=now,
+                created_at=now,
+            )
+        ]
+    )
+    env.jobs.step()
+    (error,) = env.jobs.get(inserted.id).errors
+    assert "greater than or equal to 1" in error["message"]
+
+
+def test_unknown_kind_stays_waiting_and_is_logged_once(env, caplog):
+    orphan = env.jobs.enqueue(Orphan(n=1))
+    other = env.jobs.enqueue(Work())
+    with caplog.at_level("WARNING", logger="anole_jobs"):
+        first = env.jobs.step()
+        env.jobs.enqueue(Orphan(n=2))
+        second = env.jobs.step()
+    assert first.outcomes() == {other.id: "completed"}
+    assert second.runs == []
+    assert env.jobs.get(orphan.id).state == "available"
+    assert env.jobs.get(orphan.id).attempt == 0
+    # Logged at most once per kind per process (another test may have logged it already).
+    assert sum("test.orphan" in r.getMessage() for r in caplog.records) <= 1
+
+
+# -- ordering and scheduling ------------------------------------------------------------------
+
+
+def test_priority_then_time_then_id_order(env, recorder):
+    low = env.jobs.enqueue(Prioritized(name="low"), priority=-5)
+    high = env.jobs.enqueue(Prioritized(name="high"), priority=50)
+    default_first = env.jobs.enqueue(Prioritized(name="default-1"))
+    env.clock.advance(1)
+    default_second = env.jobs.enqueue(Prioritized(name="default-2"))
+    report = env.jobs.step()
+    assert [r.job_id for r in report.runs] == [high.id, default_first.id, default_second.id, low.id]
+    assert [c["name"] for c in recorder] == ["high", "default-1", "default-2", "low"]
+
+
+def test_scheduled_jobs_do_not_run_before_due(env, recorder):
+    job = env.jobs.enqueue(Work(), delay=timedelta(minutes=5))
+    env.clock.advance(timedelta(minutes=5) - timedelta(microseconds=1))
+    report = env.jobs.step()
+    assert report.runs == [] and report.staged == 0
+    env.clock.advance(timedelta(microseconds=1))
+    report = env.jobs.step()
+    assert report.staged == 1
+    assert report.outcomes() == {job.id: "completed"}
+
+
+def test_only_configured_queues_run(env):
+    job = env.jobs.enqueue(Work(), queue="elsewhere")
+    assert env.jobs.step().runs == []
+    assert env.jobs.get(job.id).state == "available"
+
+
+# -- leases and fencing (R21, R22) ------------------------------------------------------------
+
+
+def test_rescue_puts_a_lapsed_job_back_and_its_stale_outcome_is_not_saved(env, recorder):
+    from tests.sampleapp import jobs as sample
+
+    lease = env.jobs.service.settings.lease
+    seen = []
+
+    def lose_the_lease(job, args):
+        seen.append(job.attempt)
+        if job.attempt == 1:
+            # The worker stalls past its lease; another instance rescues and reruns the job.
+            env.clock.advance(lease + timedelta(seconds=1))
+            nested = env.jobs.step()
+            assert nested.rescued == 1
+            assert [(r.attempt, r.outcome) for r in nested.runs] == [(2, "completed")]
+
+    sample.HOOKS["stall"] = lose_the_lease
+    job = env.jobs.enqueue(Work(action="stall"))
+    report = env.jobs.step()
+    assert [(r.attempt, r.outcome) for r in report.runs] == [(1, "lost")]
+    record = env.jobs.get(job.id)
+    assert record.state == "completed" and record.attempt == 2
+    assert [e["type"] for e in record.errors] == ["LeaseExpired"]
+    assert seen == [1, 2]
+
+
+def test_rescue_on_the_last_attempt_kills_the_job(env):
+    store = env.store
+    job = env.jobs.enqueue(Work())
+    now = env.clock()
+    lease = timedelta(seconds=30)
+    for attempt in range(1, 4):
+        (claimed,) = store.claim(
+            "default", kinds=None, limit=10, now=now, lease_until=now + lease, worker="w"
+        )
+        assert claimed.run.attempt == attempt
+        now = now + lease + timedelta(seconds=1)
+        (rescued,) = store.rescue(now=now)
+        assert rescued.id == job.id
+        assert rescued.state == ("dead" if attempt == 3 else "available")
+    record = env.jobs.get(job.id)
+    assert record.state == "dead" and record.finished_at == now
+    assert [e["type"] for e in record.errors] == ["LeaseExpired"] * 3
+
+
+def test_rescue_leaves_live_leases_and_finished_jobs_alone(env):
+    store = env.store
+    job = env.jobs.enqueue(Work())
+    now = env.clock()
+    (claimed,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    assert store.rescue(now=now + timedelta(seconds=29)) == []
+    assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [True]
+    assert store.rescue(now=now + timedelta(hours=1)) == []
+    assert env.jobs.get(job.id).state == "completed"
+
+
+def test_fencing_uses_the_claim_token_not_only_the_attempt(env):
+    store = env.store
+    job = env.jobs.enqueue(Work())
+    now = env.clock()
+    until = now + timedelta(seconds=30)
+    (first,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=until, worker="a")
+    # A drain gives the attempt back...
+    assert store.finish(
+        [Finish(run=first.run, state="available", at=now, scheduled_at=now, give_back_attempt=True)]
+    ) == [True]
+    (second,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=until, worker="b")
+    assert second.run.attempt == first.run.attempt == 1
+    assert second.run.token > first.run.token
+    # ...so the stale worker has the same attempt number, but cannot complete, fail or snooze.
+    for state in ("completed", "retrying", "scheduled", "dead"):
+        assert store.finish([Finish(run=first.run, state=state, at=now, scheduled_at=now)]) == [False]
+    assert store.heartbeat({first.run}, lease_until=until) == set()
+    assert store.heartbeat({second.run}, lease_until=until) == {second.run}
+    assert store.finish([Finish(run=second.run, state="completed", at=now)]) == [True]
+    assert env.jobs.get(job.id).state == "completed"
+
+
+def test_finish_batches_report_each_result(env):
+    store = env.store
+    a, b = env.jobs.enqueue_many([Work(), Work()])
+    now = env.clock()
+    claimed = store.claim("default", kinds=None, limit=5, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    runs = {c.record.id: c.run for c in claimed}
+    store.cancel(b.id, now=now)
+    results = store.finish(
+        [
+            Finish(run=runs[a.id], state="completed", at=now),
+            Finish(run=runs[b.id], state="completed", at=now),
+        ]
+    )
+    assert results == [True, False]
+    assert state_of(env, a.id) == "completed" and state_of(env, b.id) == "cancelled"
+
+
+def test_concurrent_claims_never_return_one_job_twice(env):
+    import threading
+
+    env.jobs.enqueue_many([Work(tag=str(i)) for i in range(60)])
+    store = env.store
+    now = env.clock()
+    got: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    start = threading.Barrier(4)
+
+    def claimer() -> None:
+        try:
+            start.wait()
+            while True:
+                claimed = store.claim("default", kinds=None, limit=7, now=now, lease_until=now + timedelta(seconds=30), worker="t")
+                if not claimed:
+                    return
+                with lock:
+                    got.extend(c.record.id for c in claimed)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            for conn in connections.all(initialized_only=True):
+                conn.close()
+
+    threads = [threading.Thread(target=claimer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert len(got) == 60 and len(set(got)) == 60
+
+
+def test_claim_only_takes_the_named_kinds(env):
+    orphan = env.jobs.enqueue(Orphan())
+    work = env.jobs.enqueue(Work())
+    now = env.clock()
+    claimed = env.store.claim("default", kinds={"test.work"}, limit=10, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    assert [c.record.id for c in claimed] == [work.id]
+    assert env.store.waiting_kinds(["default"]) == {"default": {"test.orphan"}}
+    assert state_of(env, orphan.id) == "available"
+
+
+# -- maintenance (R23) --------------------------------------------------------------------------
+
+
+def test_prune_deletes_finished_jobs_after_their_horizon(env):
+    done = env.jobs.enqueue(Work())
+    dead = env.jobs.enqueue(Work(action="discard"))
+    cancelled = env.jobs.enqueue(Work(), delay=60)
+    waiting = env.jobs.enqueue(Work(), delay=timedelta(days=365))
+    env.jobs.step()
+    env.jobs.cancel(cancelled.id)
+    env.clock.advance(timedelta(hours=24))
+    assert env.jobs.step().pruned == 0  # horizons are "older than", not "as old as"
+    env.clock.advance(timedelta(seconds=1))
+    assert env.jobs.step().pruned == 1
+    assert env.jobs.get(done.id) is None
+    env.clock.advance(timedelta(days=7))
+    assert env.jobs.step().pruned == 1
+    assert env.jobs.get(cancelled.id) is None
+    env.clock.advance(timedelta(days=23))
+    assert env.jobs.step().pruned == 1
+    assert env.jobs.get(dead.id) is None
+    assert state_of(env, waiting.id) == "scheduled"
+
+
+def test_prune_horizons_come_from_settings(env):
+    env.configure(PRUNE={"completed": 60})
+    job = env.jobs.enqueue(Work())
+    env.jobs.step()
+    env.clock.advance(61)
+    assert env.jobs.step().pruned == 1
+    assert env.jobs.get(job.id) is None
+
+
+def test_step_reports_leadership(env):
+    assert env.jobs.step().leader is True
+
+
+def test_lead_is_exclusive_until_the_lease_ends(env):
+    store = env.store
+    now = env.clock()
+    ttl = timedelta(seconds=30)
+    assert store.lead(instance="a", now=now, ttl=ttl) is True
+    assert store.lead(instance="b", now=now, ttl=ttl) is False
+    assert store.lead(instance="a", now=now + timedelta(seconds=20), ttl=ttl) is True
+    assert store.lead(instance="b", now=now + timedelta(seconds=49), ttl=ttl) is False
+    assert store.lead(instance="b", now=now + timedelta(seconds=51), ttl=ttl) is True
+    store.resign(instance="a")  # not the holder: nothing happens
+    assert store.lead(instance="a", now=now + timedelta(seconds=52), ttl=ttl) is False
+    store.resign(instance="b")
+    assert store.lead(instance="a", now=now + timedelta(seconds=52), ttl=ttl) is True
+
+
+# -- admin (R30) ------------------------------------------------------------------------------
+
+
+def test_list_is_newest_first_with_keyset_pagination_and_filters(env):
+    ids = [r.id for r in env.jobs.enqueue_many([Work(tag=str(i)) for i in range(7)])]
+    mail = env.jobs.enqueue(Prioritized(name="m"))
+    page1 = env.jobs.list(limit=3)
+    assert [r.id for r in page1] == [mail.id, ids[6], ids[5]]
+    page2 = env.jobs.list(limit=3, after=page1[-1].id)
+    assert [r.id for r in page2] == [ids[4], ids[3], ids[2]]
+    assert [r.id for r in env.jobs.list(queue="mail")] == [mail.id]
+    assert [r.id for r in env.jobs.list(kind="test.work", limit=2)] == [ids[6], ids[5]]
+    assert env.jobs.list(state="completed") == []
+    with pytest.raises(InvalidJob):
+        env.jobs.list(state="nonsense")
+
+
+def test_counts_per_queue_and_state(env):
+    env.jobs.enqueue_many([Work(), Work(action="fail")])
+    env.jobs.enqueue(Work(), delay=60)
+    env.jobs.enqueue(Prioritized(name="x"))
+    env.jobs.step()
+    assert env.jobs.counts() == {
+        "default": {"completed": 1, "retrying": 1, "scheduled": 1},
+        "mail": {"completed": 1},
+    }
+
+
+def test_retry_cancel_delete(env):
+    dead = env.jobs.enqueue(Work(action="discard"))
+    waiting = env.jobs.enqueue(Work(), delay=60)
+    env.jobs.step()
+    record = env.jobs.retry(dead.id)
+    assert record.state == "available" and record.finished_at is None
+    assert record.max_attempts >= record.attempt + 1
+    assert record.scheduled_at == env.clock()
+    cancelled = env.jobs.cancel(waiting.id)
+    assert cancelled.state == "cancelled" and cancelled.finished_at == env.clock()
+    # Cancelling a finished job leaves it as it is.
+    assert env.jobs.cancel(waiting.id).state == "cancelled"
+    assert env.jobs.delete(waiting.id) is True
+    assert env.jobs.get(waiting.id) is None
+    assert env.jobs.delete(waiting.id) is False
+    assert env.jobs.retry(999_999) is None
+    assert env.jobs.cancel(999_999) is None
+    with pytest.raises(InvalidJob):
+        env.jobs.get("12")  # type: ignore[arg-type]
+
+
+def test_cancel_of_a_running_job_fences_out_its_worker(env):
+    store = env.store
+    job = env.jobs.enqueue(Work())
+    now = env.clock()
+    (claimed,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    assert env.jobs.cancel(job.id).state == "cancelled"
+    assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [False]
+    assert state_of(env, job.id) == "cancelled"
+
+
+def test_retry_of_a_running_job_fences_out_its_worker(env):
+    store = env.store
+    job = env.jobs.enqueue(Work())
+    now = env.clock()
+    (claimed,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    assert env.jobs.retry(job.id).state == "available"
+    assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [False]
+    assert env.jobs.step().outcomes() == {job.id: "completed"}
+
+
+# -- transactions (R14, R20) ------------------------------------------------------------------
+
+
+def test_enqueue_in_a_rolled_back_transaction_leaves_no_job(env):
+    if not env.sql:
+        pytest.skip("only SQL stores join transactions")
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), transaction.atomic(using=env.alias):
+        env.jobs.enqueue(Work(tag="rolled back"))
+        env.jobs.enqueue_in(Work(tag="also"), using=env.alias)
+        raise Boom
+    assert env.jobs.counts() == {}
+    with transaction.atomic(using=env.alias):
+        kept = env.jobs.enqueue_in(Work(tag="kept"), using=env.alias)
+    assert state_of(env, kept.id) == "available"
+
+
+def test_enqueue_in_refuses_without_a_usable_transaction(env, caplog):
+    alias = env.alias or "default"
+    with caplog.at_level("ERROR", logger="anole_jobs"), pytest.raises(InvalidJob):
+        env.jobs.enqueue_in(Work(), using=alias)
+    assert "enqueue_in refused" in caplog.text
+    if env.sql:
+        other = "pg" if env.alias == "default" else "default"
+        with transaction.atomic(using=other), pytest.raises(InvalidJob, match="not the jobs store"):
+            env.jobs.enqueue_in(Work(), using=other)
+    assert env.jobs.counts() == {}
+
+
+@pytest.mark.django_db(databases=["default"], transaction=True)
+def test_on_commit_defers_the_write_on_stores_without_transactions(env):
+    if env.sql:
+        pytest.skip("SQL stores write inside the transaction instead")
+    with transaction.atomic():
+        result = env.jobs.enqueue(Work(tag="later"), on_commit=True)
+        assert result.id is None and env.jobs.counts() == {}
+    assert env.jobs.counts() == {"default": {"available": 1}}
+
+
+def test_complete_in_commits_with_the_handlers_writes(env):
+    from tests.sampleapp import jobs as sample
+
+    def complete_in_transaction(job, args):
+        if not env.sql:
+            job.complete_in(using="default")  # refused before any database is touched
+        with transaction.atomic(using=env.alias):
+            job.complete_in(using=env.alias)
+
+    sample.HOOKS["complete_in"] = complete_in_transaction
+    job = env.jobs.enqueue(Work(action="complete_in"))
+    report = env.jobs.step()
+    if env.sql:
+        assert report.outcomes() == {job.id: "completed"}
+        assert state_of(env, job.id) == "completed"
+    else:
+        # No transactions: InvalidJob is an ordinary failure of the attempt.
+        assert report.outcomes() == {job.id: "retried"}
+        assert env.jobs.get(job.id).errors[0]["type"] == "anole_jobs.errors.InvalidJob"
+
+
+def test_complete_in_rolled_back_leaves_the_job_to_run_again(env):
+    if not env.sql:
+        pytest.skip("only SQL stores have transactions")
+    from tests.sampleapp import jobs as sample
+
+    def roll_back(job, args):
+        if job.attempt == 1:
+            with transaction.atomic(using=env.alias):
+                job.complete_in(using=env.alias)
+                transaction.set_rollback(True, using=env.alias)
+
+    sample.HOOKS["roll_back"] = roll_back
+    job = env.jobs.enqueue(Work(action="roll_back"))
+    assert env.jobs.step().outcomes() == {job.id: "lost"}
+    assert state_of(env, job.id) == "running"
+    env.clock.advance(env.jobs.service.settings.lease + timedelta(seconds=1))
+    report = env.jobs.step()
+    assert report.rescued == 1
+    assert report.outcomes() == {job.id: "completed"}
+
+
+# -- unique (R25, basic; the full matrix is in test_unique.py) ------------------------------------
+
+
+@kind("test.unique_basic")
+@dataclass
+class UniqueBasic:
+    n: int
+
+
+def test_unique_enqueue_returns_the_live_job(env):
+    from anole_jobs import Unique
+
+    first = env.jobs.enqueue(UniqueBasic(1), unique=Unique())
+    again = env.jobs.enqueue(UniqueBasic(1), unique=Unique())
+    other = env.jobs.enqueue(UniqueBasic(2), unique=Unique())
+    assert first.inserted and not again.inserted and again.id == first.id
+    assert other.inserted and other.id != first.id
+    batch = env.jobs.enqueue_many([UniqueBasic(3), UniqueBasic(3), UniqueBasic(1)], unique=Unique())
+    assert [r.inserted for r in batch] == [True, False, False]
+    assert batch[1].id == batch[0].id and batch[2].id == first.id

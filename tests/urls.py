@@ -1,0 +1,7 @@
+from importlib.util import find_spec
+
+from django.urls import include, path
+
+urlpatterns = []
+if find_spec("anole_jobs.urls") is not None:
+    urlpatterns.append(path("ops/jobs/", include("anole_jobs.urls")))
