@@ -115,5 +115,28 @@ class JobsFacade:
             stepper = self._stepper
         return stepper.step()  # type: ignore[no-any-return]
 
+    def start(self, *, queues: list[str] | None = None, concurrency: int | None = None) -> Any:
+        """Start workers for the configured queues (or `queues`) in this process (R29).
+
+        Idempotent. Refused under DEPLOYMENT="lambda" and RUN="manual".
+        """
+        service = self.service
+        if service.settings.run == "manual":
+            raise ConfigurationError('RUN="manual" starts no workers; use jobs.step() in tests')
+        with self._lock:
+            if self._runtime is None:
+                from anole_jobs.worker.runner import Runtime
+
+                self._runtime = Runtime(service, queues=queues, concurrency=concurrency)
+                self._runtime.start()
+            return self._runtime
+
+    def stop(self, *, drain: bool = True) -> None:
+        """Drain and stop the workers `start` began (R27); a no-op when none run."""
+        with self._lock:
+            runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime.stop(drain=drain)
+
 
 jobs = JobsFacade()

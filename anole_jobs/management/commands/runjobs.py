@@ -1,0 +1,104 @@
+"""`manage.py runjobs`: run the workers of every configured queue (or those named) until
+SIGTERM/SIGINT, then drain (R27–R29). This module only parses arguments and starts the runtime.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from anole_jobs.api import jobs
+from anole_jobs.errors import ConfigurationError
+
+logger = logging.getLogger("anole_jobs")
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+class Command(BaseCommand):
+    help = "Run anole_jobs workers until SIGTERM or SIGINT, then drain."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="QUEUE",
+            help="run only this queue (repeatable); default: every queue in ANOLE_JOBS['QUEUES']",
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            help="handler slots per queue, overriding each queue's configured concurrency",
+        )
+        parser.add_argument(
+            "--log-level",
+            choices=LEVELS,
+            type=str.upper,
+            help="level of the anole_jobs logger (default: INFO, or Django's LOGGING if it sets one)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self._configure_logging(options.get("log_level"))
+        concurrency = options.get("concurrency")
+        if concurrency is not None and concurrency < 1:
+            raise CommandError("--concurrency must be at least 1")
+        try:
+            service = jobs.service
+            settings = service.settings
+            if settings.deployment == "lambda":
+                raise CommandError(
+                    'ANOLE_JOBS["DEPLOYMENT"] is "lambda": this deployment only enqueues; '
+                    "run workers from a deployment with DEPLOYMENT=\"server\""
+                )
+            if settings.run == "manual":
+                raise CommandError('ANOLE_JOBS["RUN"] is "manual" (tests): runjobs starts no workers')
+            self._check_cron(service)
+            stop = threading.Event()
+            self._install_signals(stop)
+            runtime = jobs.start(queues=options.get("queues"), concurrency=concurrency)
+        except ConfigurationError as exc:
+            raise CommandError(str(exc)) from None
+        logger.info("runjobs started: %s; leader election on", runtime.describe())
+        stop.wait()
+        logger.info("runjobs: draining (signal received)")
+        jobs.stop(drain=True)
+        logger.info("runjobs: stopped")
+
+    def _check_cron(self, service: Any) -> None:
+        try:
+            from anole_jobs.maintenance.cron import load_cron
+        except ImportError:
+            return
+        load_cron(service.settings)  # raises ConfigurationError on an invalid entry
+
+    def _install_signals(self, stop: threading.Event) -> None:
+        def on_signal(signum: int, frame: object) -> None:
+            if stop.is_set():
+                # A second signal: exit at once; jobs still held run again after their lease.
+                logger.warning("runjobs: second signal, exiting now")
+                sys.stderr.flush()
+                os._exit(1)
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+
+    def _configure_logging(self, level: str | None) -> None:
+        package_logger = logging.getLogger("anole_jobs")
+        if level is not None:
+            package_logger.setLevel(level)
+        elif package_logger.level == logging.NOTSET:
+            package_logger.setLevel(logging.INFO)
+        if not logging.getLogger().handlers and not package_logger.handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+            )
+            package_logger.addHandler(handler)
