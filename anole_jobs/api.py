@@ -7,6 +7,7 @@ misconfiguration surfaces at the first enqueue (or `runjobs`), never at import o
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -127,8 +128,13 @@ class JobsFacade:
             if self._runtime is None:
                 from anole_jobs.worker.runner import Runtime
 
-                self._runtime = Runtime(service, queues=queues, concurrency=concurrency)
-                self._runtime.start()
+                runtime = Runtime(service, queues=queues, concurrency=concurrency)
+                # The start-up line comes before anything is claimed (SPEC §13).
+                logging.getLogger("anole_jobs").info(
+                    "anole_jobs workers starting: %s", runtime.describe()
+                )
+                runtime.start()
+                self._runtime = runtime
             return self._runtime
 
     def stop(self, *, drain: bool = True) -> None:

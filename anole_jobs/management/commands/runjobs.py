@@ -65,7 +65,7 @@ class Command(BaseCommand):
             runtime = jobs.start(queues=options.get("queues"), concurrency=concurrency)
         except ConfigurationError as exc:
             raise CommandError(str(exc)) from None
-        logger.info("runjobs started: %s; leader election on", runtime.describe())
+        logger.info("runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers))
         stop.wait()
         logger.info("runjobs: draining (signal received)")
         jobs.stop(drain=True)

@@ -1,0 +1,112 @@
+"""The database store's tables as Django models (R9): jobs, the leader lease and cron ticks.
+
+The store itself never goes through the ORM (it writes raw SQL on the alias's connection, see
+`base.py`); the models exist so that migrations create the tables and so users can query jobs
+with the ORM. Table and index names come from `ddl.py`; ``TABLE_PREFIX`` and ``MIGRATE`` are
+read from ``settings.ANOLE_JOBS`` when this module is imported.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from anole_jobs.stores.database.ddl import (
+    JOB_INDEXES,
+    configured,
+    index_name,
+    tables,
+    unique_lock_name,
+)
+
+__all__ = ["Cron", "Job", "Leader", "MIGRATE", "TABLE_PREFIX"]
+
+TABLE_PREFIX, MIGRATE = configured()
+_TABLES = tables(TABLE_PREFIX)
+
+#: The partial-index conditions of `ddl.JOB_INDEXES`, as model conditions.
+_CONDITIONS: dict[str, Q] = {
+    "job_claim": Q(state="available"),
+    "job_stage": Q(state__in=["scheduled", "retrying"]),
+    "job_rescue": Q(state="running"),
+    "job_prune": Q(finished_at__isnull=False),
+}
+
+
+def _job_indexes() -> list[models.Index]:
+    indexes = []
+    for spec in JOB_INDEXES:
+        condition = _CONDITIONS.get(spec.suffix)
+        name = index_name(TABLE_PREFIX, spec.suffix)
+        if condition is None:
+            indexes.append(models.Index(fields=list(spec.columns), name=name))
+        else:
+            indexes.append(models.Index(fields=list(spec.columns), name=name, condition=condition))
+    return indexes
+
+
+class Job(models.Model):
+    """One job. `unique_lock` equals `unique_key` while the job holds its key (a live state,
+    or any state when `unique_scope` is "any") and is NULL otherwise: its unique constraint
+    is what makes concurrent enqueues of one unique job insert exactly one (R25)."""
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.TextField()
+    queue = models.TextField()
+    state = models.CharField(max_length=16)
+    args = models.JSONField(default=dict)
+    meta = models.JSONField(default=dict)
+    errors = models.JSONField(default=list)
+    priority = models.SmallIntegerField(default=0)
+    attempt = models.IntegerField(default=0)
+    max_attempts = models.IntegerField()
+    #: Grows with every claim; with `attempt`, what every write after a claim checks (R22).
+    claim_token = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField()
+    scheduled_at = models.DateTimeField()
+    attempted_at = models.DateTimeField(null=True)
+    finished_at = models.DateTimeField(null=True)
+    lease_until = models.DateTimeField(null=True)
+    claimed_by = models.TextField(null=True)
+    unique_key = models.TextField(null=True)
+    unique_scope = models.CharField(max_length=8, default="live")
+    unique_lock = models.TextField(null=True)
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.job
+        managed = MIGRATE
+        indexes = _job_indexes()
+        # A constraint rather than unique=True: PostgreSQL would add a useless LIKE index.
+        constraints = [
+            models.UniqueConstraint(fields=["unique_lock"], name=unique_lock_name(TABLE_PREFIX))
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.id} ({self.state})"
+
+
+class Leader(models.Model):
+    """The leader lease (R23): one row per election, held until `expires_at`."""
+
+    name = models.TextField(primary_key=True)
+    holder = models.TextField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.leader
+        managed = MIGRATE
+
+
+class Cron(models.Model):
+    """The last tick each cron entry enqueued (R26), so each tick is enqueued once."""
+
+    name = models.TextField(primary_key=True)
+    last_tick_at = models.DateTimeField(null=True)
+    last_job_id = models.BigIntegerField(null=True)
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.cron
+        managed = MIGRATE

@@ -1,0 +1,145 @@
+"""R9-R11: the typed settings view, its errors and the system checks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+
+from anole_jobs import conf
+from anole_jobs.errors import ConfigurationError
+from anole_jobs.testing import FakeClock
+
+
+def ids(raw):
+    return [p.id for p in conf.problems(raw)]
+
+
+def test_defaults():
+    settings = conf.parse({})
+    assert settings.store.kind == "database" and settings.store.alias == "default"
+    assert settings.store.vendor == "sqlite"
+    assert list(settings.queues) == ["default"]
+    assert settings.queues["default"].concurrency == 10
+    assert settings.queues["default"].drain_timeout == timedelta(seconds=10)
+    assert settings.run == "auto" and settings.deployment == "server"
+    assert settings.lease == timedelta(seconds=30)
+    assert settings.migrate is True and settings.notify is True and settings.metrics is True
+    assert settings.table_prefix == "anole_jobs_" and settings.key_prefix == "anole:"
+    assert settings.prune == {
+        "completed": timedelta(hours=24),
+        "dead": timedelta(days=30),
+        "cancelled": timedelta(days=7),
+    }
+    assert settings.tracing is True and settings.sample_all is True
+
+
+def test_durations_accept_seconds_or_timedelta():
+    settings = conf.parse(
+        {"LEASE": 5, "QUEUES": {"q": {"drain_timeout": timedelta(seconds=3)}}, "PRUNE": {"dead": 60}}
+    )
+    assert settings.lease == timedelta(seconds=5)
+    assert settings.queues["q"].drain_timeout == timedelta(seconds=3)
+    assert settings.prune["dead"] == timedelta(seconds=60)
+    assert settings.prune["completed"] == timedelta(hours=24)
+
+
+def test_unknown_key_suggests_the_closest():
+    problems = conf.problems({"QUEUE": {}})
+    assert [p.id for p in problems] == ["anole_jobs.E001"]
+    assert "did you mean 'QUEUES'?" in problems[0].hint
+    with pytest.raises(ConfigurationError, match="unknown key 'QUEUE'.*did you mean 'QUEUES'"):
+        conf.parse({"QUEUE": {}})
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"STORE": "redis"}, "anole_jobs.E002"),
+        ({"STORE": {"databse": "default"}}, "anole_jobs.E002"),
+        ({"STORE": {"database": "nope"}}, "anole_jobs.E003"),
+        ({"STORE": {"redis": "nope"}}, "anole_jobs.E005"),
+        ({"STORE": {"redis": "default"}}, "anole_jobs.E005"),  # locmem, not django-redis
+        ({"QUEUES": {}}, "anole_jobs.E006"),
+        ({"QUEUES": {"q": {"concurrency": 0}}}, "anole_jobs.E006"),
+        ({"QUEUES": {"q": {"concurency": 2}}}, "anole_jobs.E006"),
+        ({"QUEUES": {"q": {"drain_timeout": "soon"}}}, "anole_jobs.E007"),
+        ({"RUN": "sometimes"}, "anole_jobs.E007"),
+        ({"DEPLOYMENT": "k8s"}, "anole_jobs.E007"),
+        ({"LEASE": 0.5}, "anole_jobs.E007"),
+        ({"MIGRATE": "yes"}, "anole_jobs.E007"),
+        ({"PRUNE": {"running": 10}}, "anole_jobs.E007"),
+        ({"TRACING": {"sample": True}}, "anole_jobs.E007"),
+        ({"CLOCK": "no.such.clock"}, "anole_jobs.E008"),
+        ({"CLOCK": 42}, "anole_jobs.E008"),
+        ({"CRON": "0 3 * * *"}, "anole_jobs.E009"),
+        ({"ADMIN_PERMISSION": 3}, "anole_jobs.E010"),
+        ("not a dict", "anole_jobs.E001"),
+    ],
+)
+def test_each_misconfiguration_has_its_check_id(raw, expected):
+    assert expected in ids(raw)
+
+
+def test_unsupported_database_vendor(settings):
+    settings.DATABASES = {
+        **settings.DATABASES,
+        "maria": {"ENGINE": "django.db.backends.mysql", "NAME": "x"},
+    }
+    problems = conf.problems({"STORE": {"database": "maria"}})
+    assert [p.id for p in problems] == ["anole_jobs.E004"]
+    assert "SQLite and PostgreSQL" in problems[0].message
+
+
+def test_clock_from_dotted_path_or_callable():
+    clock = FakeClock()
+    assert conf.parse({"CLOCK": clock}).clock() == clock()
+    assert conf.parse({"CLOCK": "anole_jobs.clock.system_clock"}).clock().tzinfo is not None
+
+
+def test_a_naive_clock_fails_loudly():
+    from datetime import datetime
+
+    settings = conf.parse({"CLOCK": lambda: datetime(2030, 1, 1)})  # noqa: DTZ001
+    with pytest.raises(TypeError, match="aware"):
+        settings.clock()
+
+
+def test_checks_report_without_raising(settings):
+    settings.ANOLE_JOBS = {"STORE": {"database": "missing"}, "QUEUES": {"q": {"concurrency": -1}}}
+    with pytest.raises(SystemCheckError) as excinfo:
+        call_command("check")
+    text = str(excinfo.value)
+    assert "anole_jobs.E003" in text and "anole_jobs.E006" in text
+
+
+def test_the_first_use_raises_improperly_configured(settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from anole_jobs import jobs
+    from tests.sampleapp.jobs import Work
+
+    settings.ANOLE_JOBS = {"STORE": {"database": "missing"}}
+    with pytest.raises(ImproperlyConfigured, match="missing"):
+        jobs.enqueue(Work())
+
+
+def test_unknown_queue_of_a_kind_is_a_warning(settings):
+    from django.core.checks import run_checks
+
+    settings.ANOLE_JOBS = {"STORE": "memory", "QUEUES": {"default": {}}}
+    warnings = [m for m in run_checks() if m.id == "anole_jobs.W001"]
+    # tests.sampleapp declares test.priority on queue "mail".
+    assert any("'mail'" in m.msg for m in warnings)
+
+
+def test_settings_changes_rebuild_the_service(settings):
+    from anole_jobs import jobs
+
+    settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual"}
+    first = jobs.service
+    settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "LEASE": 5}
+    second = jobs.service
+    assert first is not second and second.settings.lease == timedelta(seconds=5)
