@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -311,8 +312,16 @@ def _type_name(error: BaseException) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 def _short_traceback(error: BaseException) -> str:
-    frames = traceback.extract_tb(error.__traceback__)[-TRACEBACK_FRAMES:]
+    """The last few frames of the handler's own code (the runtime's frames are left out)."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not os.path.abspath(frame.filename).startswith(_RUNTIME_DIR)
+    ][-TRACEBACK_FRAMES:]
     text = "".join(traceback.format_list(frames)) + "".join(
         traceback.format_exception_only(type(error), error)
     )
