@@ -7,6 +7,7 @@ misconfiguration surfaces at the first enqueue (or `runjobs`), never at import o
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -41,7 +42,9 @@ class JobsFacade:
             with self._lock:
                 if self._service is None:
                     settings = conf.read_settings()
-                    self._service = Jobs(settings=settings, store=open_store(settings), registry=registry)
+                    self._service = Jobs(
+                        settings=settings, store=open_store(settings), registry=registry
+                    )
                 service = self._service
         return service
 
@@ -85,7 +88,7 @@ class JobsFacade:
     def get(self, job_id: int) -> JobRecord | None:
         return self.service.get(job_id)
 
-    def list(self, **filters: Any) -> list[JobRecord]:
+    def list(self, **filters: Any) -> builtins.list[JobRecord]:
         return self.service.list(**filters)
 
     def counts(self) -> dict[str, dict[str, int]]:
@@ -114,9 +117,11 @@ class JobsFacade:
 
                 self._stepper = Stepper(service)
             stepper = self._stepper
-        return stepper.step()  # type: ignore[no-any-return]
+        return stepper.step()
 
-    def start(self, *, queues: list[str] | None = None, concurrency: int | None = None) -> Any:
+    def start(
+        self, *, queues: builtins.list[str] | None = None, concurrency: int | None = None
+    ) -> Any:
         """Start workers for the configured queues (or `queues`) in this process (R29).
 
         Idempotent. Refused under DEPLOYMENT="lambda" and RUN="manual".

@@ -58,7 +58,9 @@ def _admin_permission(settings: conf.Settings) -> list[checks.CheckMessage]:
             )
         ]
     if not callable(target):
-        return [checks.Error(f"ADMIN_PERMISSION {permission!r} is not callable", id="anole_jobs.E010")]
+        return [
+            checks.Error(f"ADMIN_PERMISSION {permission!r} is not callable", id="anole_jobs.E010")
+        ]
     return []
 
 

@@ -141,8 +141,7 @@ class _Parser:
                 self.error(
                     "E001",
                     f"ANOLE_JOBS has an unknown key {key!r}",
-                    _did_you_mean(str(key), KNOWN_KEYS)
-                    or f"known keys: {', '.join(KNOWN_KEYS)}",
+                    _did_you_mean(str(key), KNOWN_KEYS) or f"known keys: {', '.join(KNOWN_KEYS)}",
                 )
         store = self.store(raw.get("STORE", {"database": "default"}))
         queues = self.queues(raw.get("QUEUES", {"default": {}}))
@@ -187,12 +186,15 @@ class _Parser:
             admin_permission=permission,
         )
 
-    def choice(self, raw: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+    def choice(
+        self, raw: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str
+    ) -> str:
         value = raw.get(key, default)
         if value not in allowed:
             self.error(
                 "E007",
-                f"ANOLE_JOBS[{key!r}] must be one of {', '.join(map(repr, allowed))}, got {value!r}",
+                f"ANOLE_JOBS[{key!r}] must be one of {', '.join(map(repr, allowed))}, "
+                f"got {value!r}",
             )
             return default
         return str(value)
@@ -238,7 +240,8 @@ class _Parser:
                     "E004",
                     f"database {alias!r} uses {engine!r}; the database store supports only "
                     "SQLite and PostgreSQL",
-                    'use {"database": ALIAS} with a SQLite or PostgreSQL alias, or {"redis": ALIAS}',
+                    'use {"database": ALIAS} with a SQLite or PostgreSQL alias, '
+                    'or {"redis": ALIAS}',
                 )
                 return None
             return StoreConfig(kind="database", alias=alias, vendor=vendor)
@@ -314,7 +317,7 @@ class _Parser:
         if not callable(target):
             self.error("E008", f"ANOLE_JOBS['CLOCK'] must be callable, got {target!r}")
             return system_clock
-        return checked(target)  # type: ignore[arg-type]
+        return checked(target)
 
     def prune(self, value: object) -> dict[str, timedelta]:
         prune = dict(DEFAULT_PRUNE)

@@ -11,7 +11,9 @@ from datetime import timedelta
 Duration = timedelta | int | float
 
 
-def to_timedelta(value: Duration, *, name: str = "duration", allow_negative: bool = False) -> timedelta:
+def to_timedelta(
+    value: Duration, *, name: str = "duration", allow_negative: bool = False
+) -> timedelta:
     """Return `value` as a `timedelta`; raise `ValueError` naming `name` for anything else."""
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a timedelta or a number of seconds, not a bool")

@@ -53,7 +53,9 @@ def check_priority(priority: object, *, where: str) -> int:
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise InvalidJob(f"{where}: priority must be an int in -100..100, got {priority!r}")
     if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-        raise InvalidJob(f"{where}: priority must be in -100..100 (higher runs first), got {priority}")
+        raise InvalidJob(
+            f"{where}: priority must be in -100..100 (higher runs first), got {priority}"
+        )
     return priority
 
 

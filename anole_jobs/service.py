@@ -216,7 +216,7 @@ class Jobs:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidJob(f"limit must be a positive int, got {limit!r}")
         filter = ListFilter(
-            state=state,  # type: ignore[arg-type]
+            state=state,
             queue=queue,
             kind=kind,
             limit=min(limit, LIST_LIMIT_MAX),

@@ -14,8 +14,8 @@ from typing import Any
 TRACEPARENT_RE = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
 #: The (traceparent, tracestate) of the run executing in this context, if any.
-current_run_context: contextvars.ContextVar[tuple[str, str | None] | None] = (
-    contextvars.ContextVar("anole_jobs_run_context", default=None)
+current_run_context: contextvars.ContextVar[tuple[str, str | None] | None] = contextvars.ContextVar(
+    "anole_jobs_run_context", default=None
 )
 
 

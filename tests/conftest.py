@@ -48,7 +48,9 @@ def _probe_redis() -> str | None:
     try:
         redis.Redis.from_url(django_settings.REDIS_TEST_URL, socket_connect_timeout=3).ping()
     except Exception as exc:  # noqa: BLE001
-        return f"Redis at {django_settings.REDIS_TEST_URL} does not answer ({exc.__class__.__name__})"
+        return (
+            f"Redis at {django_settings.REDIS_TEST_URL} does not answer ({exc.__class__.__name__})"
+        )
     return None
 
 
@@ -101,7 +103,9 @@ def pytest_report_header(config: Any) -> list[str]:
     lines = []
     for service in ("postgres", "redis"):
         reason = unavailable(service)
-        lines.append(f"anole_jobs {service}: {'available' if reason is None else 'SKIPPED: ' + reason}")
+        lines.append(
+            f"anole_jobs {service}: {'available' if reason is None else 'SKIPPED: ' + reason}"
+        )
     if REQUIRED:
         lines.append(f"anole_jobs required services: {', '.join(sorted(REQUIRED))}")
     return lines

@@ -80,7 +80,9 @@ class Leadership:
             leading = False
         if leading != self.leading:
             self.leading = leading
-            logger.info("instance %s %s leader", self.instance, "is now" if leading else "is no longer")
+            logger.info(
+                "instance %s %s leader", self.instance, "is now" if leading else "is no longer"
+            )
             self.service.bus.emit(events.LEADERSHIP, leader=leading)
         return leading
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from datetime import datetime
 
 from anole_jobs import events
 from anole_jobs.clock import monotonic
@@ -41,7 +42,7 @@ class MaintenanceLoop:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="anole-maintenance", daemon=True)
         self._last: dict[str, float] = {}
-        self._last_gauge_at = None
+        self._last_gauge_at: datetime | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -83,7 +84,10 @@ class MaintenanceLoop:
     def _gauge_due(self) -> bool:
         # "Every 15 s" is measured on CLOCK (SPEC §13).
         now = self.service.clock()
-        if self._last_gauge_at is None or (now - self._last_gauge_at).total_seconds() >= GAUGE_INTERVAL:
+        if (
+            self._last_gauge_at is None
+            or (now - self._last_gauge_at).total_seconds() >= GAUGE_INTERVAL
+        ):
             self._last_gauge_at = now
             return True
         return False

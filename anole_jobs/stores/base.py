@@ -314,10 +314,10 @@ class Store(ABC):
 
     @property
     def wakeups(self) -> WakeupHub:
-        hub = self.__dict__.get("_wakeup_hub")
+        hub: WakeupHub | None = self.__dict__.get("_wakeup_hub")
         if hub is None:
             hub = self.__dict__.setdefault("_wakeup_hub", WakeupHub())
-        return hub  # type: ignore[no-any-return]
+        return hub
 
     # -- lifecycle -------------------------------------------------------------------------
 

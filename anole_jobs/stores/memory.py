@@ -108,9 +108,9 @@ class MemoryStore(Store):
         return row
 
     def _release_unique(self, row: _Row) -> None:
-        if row.unique_key is not None and not row.holds_unique():
-            if self._unique.get(row.unique_key) == row.id:
-                del self._unique[row.unique_key]
+        key = row.unique_key
+        if key is not None and not row.holds_unique() and self._unique.get(key) == row.id:
+            del self._unique[key]
 
     def _insert_one(self, job: NewJob) -> Inserted:
         if job.unique_key is not None:

@@ -71,7 +71,9 @@ def cancel_on_queries(scope: CancelScope) -> Iterator[None]:
     """Raise `Canceled` at the next Django database query of this thread once `scope` is
     cancelled: a sync handler's usual wait (R18)."""
 
-    def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+    def wrapper(
+        execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
         scope.check()
         return execute(sql, params, many, context)
 

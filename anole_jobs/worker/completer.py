@@ -75,7 +75,9 @@ class Completer:
             for (attempt, _), saved in zip(batch, written, strict=True):
                 self.on_done(attempt, attempt.outcome if saved else "lost", True)
 
-    def _retry_or_drop(self, batch: list[tuple[Attempt, float]], exc: Exception, failures: int) -> None:
+    def _retry_or_drop(
+        self, batch: list[tuple[Attempt, float]], exc: Exception, failures: int
+    ) -> None:
         now = monotonic()
         keep = []
         for attempt, patience in batch:

@@ -109,14 +109,14 @@ class Executor:
         if handler is None:
             # Claims name the handled kinds, so this is a handler removed since: give it back.
             now = self.service.clock()
-            finish = Finish(
+            give_back = Finish(
                 run=claimed.run,
                 state="available",
                 at=now,
                 scheduled_at=now,
                 give_back_attempt=True,
             )
-            return Attempt(claimed=claimed, outcome="interrupted", finish=finish, seconds=0.0)
+            return Attempt(claimed=claimed, outcome="interrupted", finish=give_back, seconds=0.0)
         control = _Control(self, claimed, scope)
         job = Job(
             id=record.id,
@@ -147,7 +147,7 @@ class Executor:
     # -- call --------------------------------------------------------------------------------
     def _call(self, handler: HandlerSpec, job: Job, scope: CancelScope) -> None:
         try:
-            args = codec.decode_args(handler.kind.args_type, job.args)
+            args: Any = codec.decode_args(handler.kind.args_type, job.args)
         except codec.DecodeError as exc:
             raise Discard(str(exc)) from None
         timeout = handler.kind.timeout.total_seconds()
@@ -226,7 +226,9 @@ class Executor:
                     give_back_attempt=True,
                 )
             timeout = handler.kind.timeout
-            entry = self._entry(job, now, "Timeout", f"the run exceeded its timeout of {timeout}", None)
+            entry = self._entry(
+                job, now, "Timeout", f"the run exceeded its timeout of {timeout}", None
+            )
             return self._failed(claimed, handler, now, entry, None)
         if isinstance(error, RetryIn):
             entry = self._entry(job, now, "RetryIn", f"retry requested in {error.delay}", None)

@@ -143,7 +143,9 @@ class QueueWorker:
         now = self.service.clock()
         self.service.store.finish(
             [
-                Finish(run=job.run, state="available", at=now, scheduled_at=now, give_back_attempt=True)
+                Finish(
+                    run=job.run, state="available", at=now, scheduled_at=now, give_back_attempt=True
+                )
                 for job in claimed
             ]
         )

@@ -50,7 +50,7 @@ class Runtime:
         if settings.deployment == "lambda":
             raise ConfigurationError(
                 'ANOLE_JOBS["DEPLOYMENT"] is "lambda": this process only enqueues and never runs '
-                "workers; run them elsewhere with DEPLOYMENT=\"server\""
+                'workers; run them elsewhere with DEPLOYMENT="server"'
             )
         names = list(queues) if queues else list(settings.queues)
         unknown = [name for name in names if name not in settings.queues]

@@ -60,7 +60,9 @@ class RunRegistry:
 
     def snapshot(self, queue: str | None = None) -> list[Run]:
         with self._cond:
-            return [r for r in self._runs.values() if queue is None or r.claimed.record.queue == queue]
+            return [
+                r for r in self._runs.values() if queue is None or r.claimed.record.queue == queue
+            ]
 
     def get(self, ref: RunRef) -> Run | None:
         with self._cond:
@@ -72,8 +74,11 @@ class RunRegistry:
     def wait_empty(self, queue: str | None, timeout: float) -> bool:
         with self._cond:
             return self._cond.wait_for(
-                lambda: not any(
-                    queue is None or r.claimed.record.queue == queue for r in self._runs.values()
+                lambda: (
+                    not any(
+                        queue is None or r.claimed.record.queue == queue
+                        for r in self._runs.values()
+                    )
                 ),
                 timeout,
             )

@@ -56,7 +56,9 @@ class TimeoutWatcher:
                 if self._stopping:
                     return
                 now = monotonic()
-                while self._heap and (self._heap[0][0] <= now or self._heap[0][1] not in self._live):
+                while self._heap and (
+                    self._heap[0][0] <= now or self._heap[0][1] not in self._live
+                ):
                     _, entry_id, scope = heapq.heappop(self._heap)
                     if entry_id in self._live:
                         self._live.discard(entry_id)

@@ -147,7 +147,9 @@ def test_failure_retries_with_default_backoff_then_dies(env, recorder):
         d = ceiling(attempt)
         assert now + d / 2 <= record.scheduled_at <= now + d  # R5 equal jitter
         # Not due yet: nothing runs.
-        env.clock.advance(d / 2 - timedelta(microseconds=1) if d / 2 > record.scheduled_at - now else 0)
+        env.clock.advance(
+            d / 2 - timedelta(microseconds=1) if d / 2 > record.scheduled_at - now else 0
+        )
         env.clock.set(record.scheduled_at - timedelta(microseconds=1))
         assert env.jobs.step().runs == []
         env.clock.set(record.scheduled_at)
@@ -192,7 +194,9 @@ def test_discard_kills_at_once_with_the_reason(env):
     assert env.jobs.step().outcomes() == {job.id: "dead"}
     record = env.jobs.get(job.id)
     assert record.state == "dead" and record.attempt == 1
-    assert [(e["type"], e["message"]) for e in record.errors] == [("Discarded", "not worth retrying")]
+    assert [(e["type"], e["message"]) for e in record.errors] == [
+        ("Discarded", "not worth retrying")
+    ]
 
 
 def test_retry_in_is_a_failed_attempt_after_the_delay(env):
@@ -369,7 +373,9 @@ def test_rescue_leaves_live_leases_and_finished_jobs_alone(env):
     store = env.store
     job = env.jobs.enqueue(Work())
     now = env.clock()
-    (claimed,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    (claimed,) = store.claim(
+        "default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w"
+    )
     assert store.rescue(now=now + timedelta(seconds=29)) == []
     assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [True]
     assert store.rescue(now=now + timedelta(hours=1)) == []
@@ -391,7 +397,9 @@ def test_fencing_uses_the_claim_token_not_only_the_attempt(env):
     assert second.run.token > first.run.token
     # ...so the stale worker has the same attempt number, but cannot complete, fail or snooze.
     for state in ("completed", "retrying", "scheduled", "dead"):
-        assert store.finish([Finish(run=first.run, state=state, at=now, scheduled_at=now)]) == [False]
+        assert store.finish([Finish(run=first.run, state=state, at=now, scheduled_at=now)]) == [
+            False
+        ]
     assert store.heartbeat({first.run}, lease_until=until) == set()
     assert store.heartbeat({second.run}, lease_until=until) == {second.run}
     assert store.finish([Finish(run=second.run, state="completed", at=now)]) == [True]
@@ -402,7 +410,9 @@ def test_finish_batches_report_each_result(env):
     store = env.store
     a, b = env.jobs.enqueue_many([Work(), Work()])
     now = env.clock()
-    claimed = store.claim("default", kinds=None, limit=5, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    claimed = store.claim(
+        "default", kinds=None, limit=5, now=now, lease_until=now + timedelta(seconds=30), worker="w"
+    )
     runs = {c.record.id: c.run for c in claimed}
     store.cancel(b.id, now=now)
     results = store.finish(
@@ -430,7 +440,14 @@ def test_concurrent_claims_never_return_one_job_twice(env):
         try:
             start.wait()
             while True:
-                claimed = store.claim("default", kinds=None, limit=7, now=now, lease_until=now + timedelta(seconds=30), worker="t")
+                claimed = store.claim(
+                    "default",
+                    kinds=None,
+                    limit=7,
+                    now=now,
+                    lease_until=now + timedelta(seconds=30),
+                    worker="t",
+                )
                 if not claimed:
                     return
                 with lock:
@@ -454,7 +471,14 @@ def test_claim_only_takes_the_named_kinds(env):
     orphan = env.jobs.enqueue(Orphan())
     work = env.jobs.enqueue(Work())
     now = env.clock()
-    claimed = env.store.claim("default", kinds={"test.work"}, limit=10, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    claimed = env.store.claim(
+        "default",
+        kinds={"test.work"},
+        limit=10,
+        now=now,
+        lease_until=now + timedelta(seconds=30),
+        worker="w",
+    )
     assert [c.record.id for c in claimed] == [work.id]
     assert env.store.waiting_kinds(["default"]) == {"default": {"test.orphan"}}
     assert state_of(env, orphan.id) == "available"
@@ -565,7 +589,9 @@ def test_cancel_of_a_running_job_fences_out_its_worker(env):
     store = env.store
     job = env.jobs.enqueue(Work())
     now = env.clock()
-    (claimed,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    (claimed,) = store.claim(
+        "default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w"
+    )
     assert env.jobs.cancel(job.id).state == "cancelled"
     assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [False]
     assert state_of(env, job.id) == "cancelled"
@@ -575,7 +601,9 @@ def test_retry_of_a_running_job_fences_out_its_worker(env):
     store = env.store
     job = env.jobs.enqueue(Work())
     now = env.clock()
-    (claimed,) = store.claim("default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w")
+    (claimed,) = store.claim(
+        "default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w"
+    )
     assert env.jobs.retry(job.id).state == "available"
     assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [False]
     assert env.jobs.step().outcomes() == {job.id: "completed"}

@@ -38,7 +38,11 @@ def test_defaults():
 
 def test_durations_accept_seconds_or_timedelta():
     settings = conf.parse(
-        {"LEASE": 5, "QUEUES": {"q": {"drain_timeout": timedelta(seconds=3)}}, "PRUNE": {"dead": 60}}
+        {
+            "LEASE": 5,
+            "QUEUES": {"q": {"drain_timeout": timedelta(seconds=3)}},
+            "PRUNE": {"dead": 60},
+        }
     )
     assert settings.lease == timedelta(seconds=5)
     assert settings.queues["q"].drain_timeout == timedelta(seconds=3)

@@ -27,8 +27,17 @@ def test_kind_records_its_options():
 
 @pytest.mark.parametrize(
     "options",
-    [{"priority": 101}, {"priority": -101}, {"priority": 1.5}, {"attempts": 0}, {"timeout": 0},
-     {"timeout": "1m"}, {"queue": ""}, {"backoff": 3}, {"unique": "yes"}],
+    [
+        {"priority": 101},
+        {"priority": -101},
+        {"priority": 1.5},
+        {"attempts": 0},
+        {"timeout": 0},
+        {"timeout": "1m"},
+        {"queue": ""},
+        {"backoff": 3},
+        {"unique": "yes"},
+    ],
 )
 def test_bad_kind_options_raise_invalid_job(options):
     with pytest.raises(InvalidJob):

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             "--log-level",
             choices=LEVELS,
             type=str.upper,
-            help="level of the anole_jobs logger (default: INFO, or Django's LOGGING if it sets one)",
+            help="level of the anole_jobs logger (default: INFO unless LOGGING sets one)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -55,17 +55,21 @@ class Command(BaseCommand):
             if settings.deployment == "lambda":
                 raise CommandError(
                     'ANOLE_JOBS["DEPLOYMENT"] is "lambda": this deployment only enqueues; '
-                    "run workers from a deployment with DEPLOYMENT=\"server\""
+                    'run workers from a deployment with DEPLOYMENT="server"'
                 )
             if settings.run == "manual":
-                raise CommandError('ANOLE_JOBS["RUN"] is "manual" (tests): runjobs starts no workers')
+                raise CommandError(
+                    'ANOLE_JOBS["RUN"] is "manual" (tests): runjobs starts no workers'
+                )
             self._check_cron(service)
             stop = threading.Event()
             self._install_signals(stop)
             runtime = jobs.start(queues=options.get("queues"), concurrency=concurrency)
         except ConfigurationError as exc:
             raise CommandError(str(exc)) from None
-        logger.info("runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers))
+        logger.info(
+            "runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers)
+        )
         stop.wait()
         logger.info("runjobs: draining (signal received)")
         jobs.stop(drain=True)
