@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from anole_jobs import conf
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.kinds import registry, spec_of
+from anole_jobs.maintenance import cron as _cron
 from anole_jobs.records import Enqueued, StepReport
 from anole_jobs.service import Jobs
 from anole_jobs.stores import open_store
@@ -102,6 +103,14 @@ class JobsFacade:
 
     def delete(self, job_id: int) -> bool:
         return self.service.delete(job_id)
+
+    def cron_list(self) -> builtins.list[_cron.CronRecord]:
+        """One record per `CRON` entry: schedule, time zone, next run, last tick and job."""
+        return _cron.cron_list(self.service)
+
+    def cron_trigger(self, name: str) -> Enqueued:
+        """Enqueue cron entry `name`'s job now, outside its schedule (`LookupError` if unknown)."""
+        return _cron.cron_trigger(self.service, name)
 
     # -- running -----------------------------------------------------------------------------
     def step(self) -> StepReport:

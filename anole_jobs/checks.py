@@ -22,7 +22,18 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     messages.extend(_kind_queues(settings))
     messages.extend(_admin_permission(settings))
     messages.extend(_store_extras(settings))
+    messages.extend(_cron(settings))
     return messages
+
+
+def _cron(settings: conf.Settings) -> list[checks.CheckMessage]:
+    """Each problem with a `CRON` entry (R26); imports job types, connects to nothing."""
+    from anole_jobs.maintenance.cron import validate_cron
+
+    return [
+        checks.Error(message, hint="see docs/cron.md", id="anole_jobs.E009")
+        for message in validate_cron(settings.cron)
+    ]
 
 
 def _kind_queues(settings: conf.Settings) -> list[checks.CheckMessage]:

@@ -56,7 +56,8 @@ class EventBus:
 
         return unsubscribe
 
-    def emit(self, name: str, **fields: Any) -> None:
+    def emit(self, name: str, /, **fields: Any) -> None:
+        # Positional-only: CRON_ENQUEUED carries a field called `name`.
         listeners = self._listeners
         if not listeners:
             return

@@ -12,6 +12,7 @@ import socket
 import threading
 
 from anole_jobs import events
+from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
 from anole_jobs.records import RunRecord, StepReport
 from anole_jobs.service import Jobs
@@ -28,6 +29,7 @@ class Stepper:
     def __init__(self, service: Jobs) -> None:
         self.service = service
         self.executor = Executor(service, manual=True)
+        self.cron = CronScheduler(service)
         self._local = threading.local()
 
     def _leadership(self) -> Leadership:
@@ -41,7 +43,7 @@ class Stepper:
         service = self.service
         now = service.clock()
         leader = self._leadership().run_once(now)
-        cron_enqueued = 0
+        cron_enqueued = self.cron.run_once(now) if leader else 0
         staged = Stager(service).run_once(now)
         rescued = len(Rescuer(service).run_once(now))
         pruned = Pruner(service).run_once(now) if leader else 0
