@@ -195,8 +195,17 @@ class Jobs:
             if result.inserted and job.state == "available":
                 woken.add(job.queue)
         if woken:
-            self.store.wake(woken)
+            self._wake_after_commit(woken)
         return [Enqueued(result.id, result.inserted) for result in results]
+
+    def _wake_after_commit(self, queues: set[str]) -> None:
+        # Inside the caller's transaction the jobs are invisible until it commits: waking now
+        # would send workers to find nothing and wait for the next poll.
+        alias = self.store.atomic_alias
+        if alias is not None and connections[alias].in_atomic_block:
+            transaction.on_commit(lambda: self.store.wake(queues), using=alias)
+        else:
+            self.store.wake(queues)
 
     # -- admin (R30) -----------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:

@@ -525,6 +525,15 @@ def test_lead_is_exclusive_until_the_lease_ends(env):
     store = env.store
     now = env.clock()
     ttl = timedelta(seconds=30)
+    if env.name == "postgres":
+        # PostgreSQL leads with an advisory lock held by a session (R23): no lease to lapse.
+        assert store.lead(instance="a", now=now, ttl=ttl) is True
+        assert store.lead(instance="b", now=now, ttl=ttl) is False
+        assert store.lead(instance="b", now=now + timedelta(hours=1), ttl=ttl) is False
+        assert store.lead(instance="a", now=now + timedelta(hours=1), ttl=ttl) is True
+        store.resign(instance="a")
+        assert store.lead(instance="b", now=now, ttl=ttl) is True
+        return
     assert store.lead(instance="a", now=now, ttl=ttl) is True
     assert store.lead(instance="b", now=now, ttl=ttl) is False
     assert store.lead(instance="a", now=now + timedelta(seconds=20), ttl=ttl) is True
@@ -713,3 +722,19 @@ def test_unique_enqueue_returns_the_live_job(env):
     batch = env.jobs.enqueue_many([UniqueBasic(3), UniqueBasic(3), UniqueBasic(1)], unique=Unique())
     assert [r.inserted for r in batch] == [True, False, False]
     assert batch[1].id == batch[0].id and batch[2].id == first.id
+
+
+def test_a_terminated_leader_session_loses_leadership(env):
+    if env.name != "postgres":
+        pytest.skip("the advisory-lock session is PostgreSQL's")
+    store = env.store
+    now = env.clock()
+    ttl = timedelta(seconds=30)
+    assert store.lead(instance="a", now=now, ttl=ttl) is True
+    pid = store.leadership.session_pid("a")
+    with connections["pg"].cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    # The next re-check notices: b takes over, and a (on a fresh session) cannot.
+    assert store.lead(instance="b", now=now, ttl=ttl) is True
+    assert store.lead(instance="a", now=now, ttl=ttl) is False
+    store.close()

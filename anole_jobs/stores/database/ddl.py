@@ -75,8 +75,12 @@ def index_name(prefix: str, suffix: str) -> str:
 
 
 def unique_lock_name(prefix: str) -> str:
-    """The unique constraint on ``job.unique_lock`` (not an Index, so no 30-character cap)."""
-    return (prefix + "job_unique_lock")[:PG_NAME_MAX]
+    """The unique constraint on ``job.unique_lock`` (a constraint: no 30-character cap, but
+    PostgreSQL's 63, past which a digest of the prefix stands in as for indexes)."""
+    name = prefix + "job_unique_lock"
+    if len(name) <= PG_NAME_MAX:
+        return name
+    return f"aj{hashlib.sha256(prefix.encode()).hexdigest()[:8]}_job_unique_lock"
 
 
 def pg_like_index_name(table: str, column: str) -> str:

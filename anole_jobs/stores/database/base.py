@@ -1,0 +1,516 @@
+"""The SQL store logic SQLite and PostgreSQL share (R9, R14, R20–R25).
+
+`SQLStore` implements the `Store` contract with raw SQL on the Django connection of one alias
+(``connections[alias].cursor()``), never a connection of its own: its writes join the caller's
+``transaction.atomic(using=alias)`` (R14 `enqueue_in`, R20 `complete_in`), and Django owns
+connecting, closing and thread-locality. The vendor modules (`postgres.py`, `sqlite.py`) supply
+the statements that differ: batch parameters (PostgreSQL arrays, SQLite ``json_each``), row
+locking, time encoding and the write lock.
+
+Rules every statement keeps:
+- times come in as arguments and are encoded as the model's DateTimeField would be;
+- states are written as SQL literals, so the partial indexes of `ddl.JOB_INDEXES` apply;
+- `unique_lock` is set to `unique_key` exactly while the job holds its key, so the unique
+  constraint resolves R25 atomically (never check-then-insert);
+- every write after a claim is fenced on (id, attempt, claim_token, state='running') (R22).
+
+Broken connections raise Django's `OperationalError`/`InterfaceError`; nothing is swallowed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from abc import abstractmethod
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+
+from anole_jobs.conf import Settings
+from anole_jobs.stores.base import (
+    FINAL_STATES,
+    LIST_LIMIT_MAX,
+    LIVE_STATES,
+    STATES,
+    Capabilities,
+    ClaimedJob,
+    CronState,
+    Finish,
+    Inserted,
+    JobRecord,
+    ListFilter,
+    NewJob,
+    RunRef,
+    Store,
+)
+from anole_jobs.stores.database.ddl import channel, tables
+
+#: The columns every read selects, in `_record`'s order.
+COLUMNS = (
+    "id",
+    "kind",
+    "queue",
+    "state",
+    "args",
+    "meta",
+    "priority",
+    "attempt",
+    "max_attempts",
+    "errors",
+    "created_at",
+    "scheduled_at",
+    "attempted_at",
+    "finished_at",
+    "unique_key",
+    "claim_token",
+    "lease_until",
+)
+#: The election `lead` takes part in (one row of the leader table).
+LEADER_NAME = "leader"
+#: How often `insert` retries rows whose key holder finished between its two statements.
+INSERT_ROUNDS = 8
+
+
+def literals(states: Collection[str]) -> str:
+    """States as a SQL list of literals (only known state names ever reach SQL text)."""
+    for state in states:
+        if state not in STATES:
+            raise ValueError(f"unknown job state {state!r}")
+    return ", ".join(f"'{state}'" for state in states)
+
+
+LIVE = literals(LIVE_STATES)
+FINAL = literals(FINAL_STATES)
+
+
+def encode_json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_json(value: object) -> Any:
+    # Django loads PostgreSQL jsonb as text for its JSONField; a custom loader may not.
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+class SQLStore(Store):
+    """The durable store on one Django database alias; subclassed per vendor."""
+
+    vendor: str = ""
+
+    def __init__(self, alias: str, settings: Settings) -> None:
+        self.alias = alias
+        self.atomic_alias = alias
+        self.prefix = settings.table_prefix
+        self.tables = tables(self.prefix)
+        self.job_table = f'"{self.tables.job}"'
+        self.leader_table = f'"{self.tables.leader}"'
+        self.cron_table = f'"{self.tables.cron}"'
+        #: The LISTEN/NOTIFY channel (PostgreSQL); a listener thread subscribes to it.
+        self.channel = channel(self.prefix)
+        self.notify = False
+        self.capabilities = Capabilities(transactions=True, durable=True, notify=False)
+        self._local = threading.local()
+
+    # -- vendor hooks ----------------------------------------------------------------------
+    @abstractmethod
+    def encode_time(self, value: datetime | None) -> Any:
+        """A datetime as the model's DateTimeField would send it."""
+
+    @abstractmethod
+    def decode_time(self, value: Any) -> datetime | None:
+        """A stored time back as an aware UTC datetime."""
+
+    @abstractmethod
+    def in_list(self, column: str, values: Collection[Any]) -> tuple[str, list[Any]]:
+        """``column IN values`` with one parameter whatever the number of values."""
+
+    @abstractmethod
+    def insert_rows(self, cursor: CursorWrapper, jobs: Sequence[NewJob]) -> list[tuple[int, Any]]:
+        """Run the one INSERT … ON CONFLICT (unique_lock) DO NOTHING statement for `jobs`
+        (in order) and return the ``(id, unique_lock)`` of the rows it inserted."""
+
+    @abstractmethod
+    def claim_rows(
+        self,
+        cursor: CursorWrapper,
+        queue: str,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[tuple[Any, ...]]:
+        """Claim and return the claimed rows (COLUMNS order)."""
+
+    @abstractmethod
+    def finish_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        """Apply `results` (distinct job ids) in one fenced UPDATE; return the ids written."""
+
+    @abstractmethod
+    def heartbeat_rows(
+        self, cursor: CursorWrapper, runs: Sequence[RunRef], lease_until: datetime
+    ) -> list[tuple[int, int, int]]:
+        """Extend the leases of `runs` still held; return their ``(id, attempt, token)``."""
+
+    @abstractmethod
+    def write_lock(self) -> AbstractContextManager[None]:
+        """A transaction that writes several statements atomically (joins an open one)."""
+
+    #: Appended to the subqueries that pick rows to change (PostgreSQL: skip rows others hold).
+    skip_locked = ""
+    #: Follows the job table in the stager's row pick (SQLite: force the stage index).
+    stage_hint = ""
+
+    # -- helpers ---------------------------------------------------------------------------
+    @property
+    def connection(self) -> BaseDatabaseWrapper:
+        return connections[self.alias]
+
+    def cursor(self) -> CursorWrapper:
+        # Any statement but a wake-up ends the "this insert already notified" window.
+        self._local.notified = frozenset()
+        return self.connection.cursor()
+
+    def select(self, alias: str = "") -> str:
+        qualifier = f"{alias}." if alias else ""
+        return ", ".join(qualifier + column for column in COLUMNS)
+
+    def record(self, row: Sequence[Any]) -> JobRecord:
+        return JobRecord(
+            id=row[0],
+            kind=row[1],
+            queue=row[2],
+            state=row[3],
+            args=decode_json(row[4]),
+            meta=decode_json(row[5]),
+            priority=row[6],
+            attempt=row[7],
+            max_attempts=row[8],
+            errors=tuple(decode_json(row[9])),
+            created_at=self.decode_time(row[10]),  # type: ignore[arg-type]
+            scheduled_at=self.decode_time(row[11]),  # type: ignore[arg-type]
+            attempted_at=self.decode_time(row[12]),
+            finished_at=self.decode_time(row[13]),
+            unique_key=row[14],
+        )
+
+    def fetch_one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        with self.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+
+    # -- enqueueing ------------------------------------------------------------------------
+    def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
+        if not jobs:
+            return []
+        with self.cursor() as cursor:
+            results, notified = self._insert(cursor, jobs)
+        self._local.notified = frozenset(notified)
+        return results
+
+    def _insert(
+        self, cursor: CursorWrapper, jobs: Sequence[NewJob]
+    ) -> tuple[list[Inserted], set[str]]:
+        results: list[Inserted | None] = [None] * len(jobs)
+        notified: set[str] = set()
+        pending = list(range(len(jobs)))
+        for _ in range(INSERT_ROUNDS):
+            rows = sorted(self.insert_rows(cursor, [jobs[i] for i in pending]))
+            # Ids grow in statement order, so rows without a key map back in order; a row
+            # with a key maps back by its key (distinct within a batch).
+            plain = iter(row_id for row_id, lock in rows if lock is None)
+            by_lock = {lock: row_id for row_id, lock in rows if lock is not None}
+            skipped = []
+            for i in pending:
+                job = jobs[i]
+                if job.unique_key is None:
+                    results[i] = Inserted(next(plain), True)
+                elif job.unique_key in by_lock:
+                    results[i] = Inserted(by_lock.pop(job.unique_key), True)
+                else:
+                    skipped.append(i)
+                    continue
+                if job.state == "available":
+                    notified.add(job.queue)
+            if not skipped:
+                break
+            holders = self._holders(cursor, {jobs[i].unique_key for i in skipped})  # type: ignore[misc]
+            pending = []
+            for i in skipped:
+                holder = holders.get(jobs[i].unique_key)  # type: ignore[arg-type]
+                if holder is None:
+                    pending.append(i)  # the holder finished meanwhile: the key is free again
+                else:
+                    results[i] = Inserted(holder, False)
+            if not pending:
+                break
+        else:
+            raise RuntimeError(
+                f"insert: unique keys kept changing hands in {INSERT_ROUNDS} rounds; try again"
+            )
+        return results, notified  # type: ignore[return-value]
+
+    def _holders(self, cursor: CursorWrapper, keys: Collection[str]) -> dict[str, int]:
+        where, params = self.in_list("unique_lock", keys)
+        cursor.execute(f"SELECT unique_lock, id FROM {self.job_table} WHERE {where}", params)
+        return dict(cursor.fetchall())
+
+    # -- running ---------------------------------------------------------------------------
+    def claim(
+        self,
+        queue: str,
+        *,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[ClaimedJob]:
+        if limit <= 0 or (kinds is not None and not kinds):
+            return []
+        with self.cursor() as cursor:
+            rows = self.claim_rows(cursor, queue, kinds, limit, now, lease_until, worker)
+        claimed = [
+            ClaimedJob(
+                record=self.record(row),
+                run=RunRef(row[0], row[7], row[15]),
+                lease_until=lease_until,
+            )
+            for row in rows
+        ]
+        claimed.sort(key=lambda c: (-c.record.priority, c.record.scheduled_at, c.record.id))
+        return claimed
+
+    def heartbeat(self, runs: Collection[RunRef], *, lease_until: datetime) -> set[RunRef]:
+        if not runs:
+            return set()
+        with self.cursor() as cursor:
+            rows = self.heartbeat_rows(cursor, list(runs), lease_until)
+        return {RunRef(*row) for row in rows} & set(runs)
+
+    def finish(self, results: Sequence[Finish]) -> list[bool]:
+        written: list[bool] = []
+        with self.cursor() as cursor:
+            for chunk in _distinct_chunks(results):
+                ids = self.finish_rows(cursor, chunk)
+                written.extend(result.run.id in ids for result in chunk)
+        return written
+
+    # -- maintenance -----------------------------------------------------------------------
+    def stage(self, *, now: datetime, limit: int = 10_000) -> int:
+        if limit <= 0:
+            return 0
+        with self.cursor() as cursor:
+            # MATERIALIZED: the pick runs once, whatever plan the UPDATE gets; its rows are
+            # locked (PostgreSQL) or the statement holds the write lock (SQLite), so the
+            # UPDATE matches by id alone (see PostgresStore.claim_rows).
+            cursor.execute(
+                f"WITH due AS MATERIALIZED (SELECT id FROM {self.job_table}{self.stage_hint}"
+                " WHERE state IN ('scheduled', 'retrying') AND scheduled_at <= %s"
+                f" ORDER BY scheduled_at, id LIMIT %s{self.skip_locked})"
+                f" UPDATE {self.job_table} SET state = 'available'"
+                # Counted by rows: Python's sqlite3 has no rowcount for a statement led by WITH.
+                " WHERE id IN (SELECT id FROM due) RETURNING id",
+                [self.encode_time(now), limit],
+            )
+            return len(cursor.fetchall())
+
+    def prune(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> int:
+        pruned = 0
+        with self.cursor() as cursor:
+            for state, horizon in horizons.items():
+                if pruned >= limit:
+                    break
+                cursor.execute(
+                    f"WITH old AS MATERIALIZED (SELECT id FROM {self.job_table}"
+                    f" WHERE state = {literals([state])}"
+                    " AND finished_at IS NOT NULL AND finished_at < %s"
+                    f" ORDER BY finished_at, id LIMIT %s{self.skip_locked})"
+                    f" DELETE FROM {self.job_table} WHERE id IN (SELECT id FROM old) RETURNING id",
+                    [self.encode_time(now - horizon), limit - pruned],
+                )
+                pruned += len(cursor.fetchall())
+        return pruned
+
+    def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
+        if not queues:
+            return {}
+        where, params = self.in_list("queue", queues)
+        found: dict[str, set[str]] = {}
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT queue, kind FROM {self.job_table}"
+                f" WHERE state = 'available' AND {where}",
+                params,
+            )
+            for queue, kind in cursor.fetchall():
+                found.setdefault(queue, set()).add(kind)
+        return found
+
+    def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
+        # One atomic upsert: take the row when there is none, when it expired, or keep it.
+        table = self.leader_table
+        row = self.fetch_one(
+            f"INSERT INTO {table} (name, holder, expires_at) VALUES (%s, %s, %s)"
+            " ON CONFLICT (name) DO UPDATE"
+            " SET holder = excluded.holder, expires_at = excluded.expires_at"
+            f" WHERE {table}.holder = excluded.holder OR {table}.expires_at <= %s"
+            " RETURNING holder",
+            [LEADER_NAME, instance, self.encode_time(now + ttl), self.encode_time(now)],
+        )
+        return row is not None
+
+    def resign(self, *, instance: str) -> None:
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {self.leader_table} WHERE name = %s AND holder = %s",
+                [LEADER_NAME, instance],
+            )
+
+    # -- cron ------------------------------------------------------------------------------
+    def cron_states(self, names: Collection[str]) -> dict[str, CronState]:
+        if not names:
+            return {}
+        where, params = self.in_list("name", names)
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT name, last_tick_at, last_job_id FROM {self.cron_table} WHERE {where}",
+                params,
+            )
+            return {
+                name: CronState(name=name, last_tick_at=self.decode_time(tick), last_job_id=job_id)
+                for name, tick, job_id in cursor.fetchall()
+            }
+
+    def cron_advance(self, *, name: str, tick: datetime, job: NewJob | None) -> Inserted | None:
+        table = self.cron_table
+        with self.write_lock(), self.cursor() as cursor:
+            # The conditional upsert locks the entry's row: a second instance advancing the
+            # same tick waits, then finds the tick taken (R26: each tick once).
+            cursor.execute(
+                f"INSERT INTO {table} (name, last_tick_at, last_job_id) VALUES (%s, %s, NULL)"
+                " ON CONFLICT (name) DO UPDATE SET last_tick_at = excluded.last_tick_at"
+                f" WHERE {table}.last_tick_at IS NULL"
+                f" OR {table}.last_tick_at < excluded.last_tick_at"
+                " RETURNING name",
+                [name, self.encode_time(tick)],
+            )
+            if cursor.fetchone() is None or job is None:
+                return None
+            (inserted,), notified = self._insert(cursor, [job])
+            cursor.execute(
+                f"UPDATE {table} SET last_job_id = %s WHERE name = %s", [inserted.id, name]
+            )
+        self._local.notified = frozenset(notified)
+        return inserted
+
+    # -- admin -----------------------------------------------------------------------------
+    def get(self, job_id: int) -> JobRecord | None:
+        row = self.fetch_one(
+            f"SELECT {self.select()} FROM {self.job_table} WHERE id = %s", [job_id]
+        )
+        return self.record(row) if row is not None else None
+
+    def list(self, filter: ListFilter) -> list[JobRecord]:
+        limit = max(0, min(filter.limit, LIST_LIMIT_MAX))
+        if limit == 0:
+            return []
+        where, params = [], []
+        if filter.state is not None:
+            where.append(f"state = {literals([filter.state])}")
+        for column, value in (("queue", filter.queue), ("kind", filter.kind), ("id", filter.after)):
+            if value is not None:
+                where.append(f"{column} {'<' if column == 'id' else '='} %s")
+                params.append(value)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {self.select()} FROM {self.job_table}{clause} ORDER BY id DESC LIMIT %s",
+                [*params, limit],
+            )
+            return [self.record(row) for row in cursor.fetchall()]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        with self.cursor() as cursor:
+            cursor.execute(f"SELECT queue, state, COUNT(*) FROM {self.job_table} GROUP BY 1, 2")
+            for queue, state, n in cursor.fetchall():
+                counts.setdefault(queue, {})[state] = n
+        return counts
+
+    def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        table = self.job_table
+        try:
+            with transaction.atomic(using=self.alias):
+                # A job that does not hold its key takes it back, unless another job holds it
+                # (two live jobs with one key): then it is left as it is, like memory.py.
+                row = self.fetch_one(
+                    f"UPDATE {table} SET state = 'available', scheduled_at = %s,"
+                    " finished_at = NULL, lease_until = NULL, unique_lock = unique_key,"
+                    " max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1"
+                    " ELSE max_attempts END"
+                    " WHERE id = %s AND (unique_key IS NULL OR unique_lock IS NOT NULL"
+                    f" OR NOT EXISTS (SELECT 1 FROM {table} AS other"
+                    f" WHERE other.unique_lock = {table}.unique_key))"
+                    f" RETURNING {self.select()}",
+                    [self.encode_time(now), job_id],
+                )
+        except IntegrityError:
+            row = None  # a concurrent insert took the key between the check and the write
+        return self.record(row) if row is not None else self.get(job_id)
+
+    def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        row = self.fetch_one(
+            f"UPDATE {self.job_table} SET state = 'cancelled', finished_at = %s,"
+            " lease_until = NULL,"
+            " unique_lock = CASE WHEN unique_scope = 'any' THEN unique_lock ELSE NULL END"
+            f" WHERE id = %s AND state IN ({LIVE}) RETURNING {self.select()}",
+            [self.encode_time(now), job_id],
+        )
+        return self.record(row) if row is not None else self.get(job_id)
+
+    def delete(self, job_id: int) -> bool:
+        with self.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {self.job_table} WHERE id = %s", [job_id])
+            return cursor.rowcount > 0
+
+    # -- wake-ups ---------------------------------------------------------------------------
+    def wake(self, queues: Collection[str]) -> None:
+        self.wakeups.wake(queues)
+        notified: frozenset[str] = getattr(self._local, "notified", frozenset())
+        self._local.notified = frozenset()
+        if self.notify and (not queues or not set(queues) <= notified):
+            self.send_notify(sorted(set(queues) - notified))
+
+    def send_notify(self, queues: Sequence[str]) -> None:
+        """Tell other processes (no-op but on PostgreSQL with NOTIFY on)."""
+
+
+def _distinct_chunks(results: Sequence[Finish]) -> Iterator[list[Finish]]:
+    """Split `results` into runs of distinct job ids, in order: one UPDATE cannot apply two
+    writes to one row, and the second must see the first (it then fails its fence)."""
+    chunk: list[Finish] = []
+    ids: set[int] = set()
+    for result in results:
+        if result.run.id in ids:
+            yield chunk
+            chunk, ids = [], set()
+        chunk.append(result)
+        ids.add(result.run.id)
+    if chunk:
+        yield chunk
+
+
+def error_json(error: Any) -> str | None:
+    return None if error is None else encode_json(error.as_json())
+
+
+def aware_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)

@@ -1,0 +1,161 @@
+"""PostgreSQL's dedicated connections: the leader's advisory lock and the LISTEN thread.
+
+Both need a session of their own, outside Django's per-thread connections: an advisory lock
+lives as long as its session (R23 — a terminated backend frees it, and the old leader notices
+at its next re-check), and LISTEN needs a connection that nothing else uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connections
+
+logger = logging.getLogger("anole_jobs.stores.postgres")
+
+
+def connect_params(alias: str) -> dict[str, Any]:
+    """psycopg.connect() keyword arguments for Django's `alias` (its test DB under tests)."""
+    params = dict(connections[alias].get_connection_params())
+    # Django's own cursor classes and adapters are not wanted on a raw session.
+    for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
+        params.pop(key, None)
+    params.setdefault("connect_timeout", 5)
+    return params
+
+
+def lock_key(prefix: str) -> int:
+    """A signed 64-bit advisory-lock key derived from the table prefix."""
+    digest = hashlib.sha256(f"{prefix}leader".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class AdvisoryLeadership:
+    """One dedicated session per instance; the instance leads while its session holds the lock.
+
+    `hold` re-checks on every call (it is called before each leader duty): a session that was
+    terminated, or that no longer holds the lock, stops leading at once and then competes
+    again on a fresh session.
+    """
+
+    def __init__(self, alias: str, prefix: str) -> None:
+        self.alias = alias
+        self.key = lock_key(prefix)
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Any] = {}
+        self._holding: set[str] = set()
+
+    def hold(self, instance: str) -> bool:
+        import psycopg
+
+        with self._lock:
+            session = self._sessions.get(instance)
+            try:
+                if session is None or session.closed:
+                    session = psycopg.connect(**connect_params(self.alias), autocommit=True)
+                    self._sessions[instance] = session
+                    self._holding.discard(instance)
+                if instance in self._holding:
+                    row = session.execute(
+                        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
+                        " AND pid = pg_backend_pid() AND granted"
+                        " AND ((classid::bigint << 32) | objid::bigint) = %s)",
+                        [self.key & 0xFFFFFFFFFFFFFFFF],
+                    ).fetchone()
+                    if row and row[0]:
+                        return True
+                    self._holding.discard(instance)
+                row = session.execute("SELECT pg_try_advisory_lock(%s)", [self.key]).fetchone()
+                if row and row[0]:
+                    self._holding.add(instance)
+                    return True
+                return False
+            except psycopg.Error as exc:
+                logger.warning("leader session of %s failed (%s); not leading", instance, exc)
+                self._holding.discard(instance)
+                self._drop(instance)
+                return False
+
+    def release(self, instance: str) -> None:
+        with self._lock:
+            self._holding.discard(instance)
+            self._drop(instance)  # closing the session frees the lock
+
+    def close(self) -> None:
+        with self._lock:
+            for instance in list(self._sessions):
+                self._drop(instance)
+            self._holding.clear()
+
+    def session_pid(self, instance: str) -> int | None:
+        """The backend pid of `instance`'s session (tests terminate it)."""
+        session = self._sessions.get(instance)
+        return None if session is None or session.closed else int(session.info.backend_pid)
+
+    def _drop(self, instance: str) -> None:
+        session = self._sessions.pop(instance, None)
+        if session is not None:
+            with contextlib.suppress(Exception):  # it is going away either way
+                session.close()
+
+
+class Listener:
+    """LISTEN on `channel` in a thread; each notification's payload (a queue name, or "" for
+    every queue) goes to `deliver`. Reconnects with backoff; polling covers the gap."""
+
+    def __init__(self, alias: str, channel: str, deliver: Callable[[list[str]], None]) -> None:
+        self.alias = alias
+        self.channel = channel
+        self.deliver = deliver
+        self._stop = threading.Event()
+        self._connected = threading.Event()
+        self._session: Any = None
+        self._thread = threading.Thread(target=self._run, name="anole-pg-listen", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wait_connected(self, timeout: float) -> bool:
+        return self._connected.wait(timeout)
+
+    def stop(self) -> None:
+        self._stop.set()
+        session = self._session
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.cancel_safe()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(**connect_params(self.alias), autocommit=True) as session:
+                    self._session = session
+                    session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    failures = 0
+                    # Work may have been missed while (re)connecting: wake everyone once
+                    # (before `connected`, so a waiter on it has seen this wake-up).
+                    self.deliver([])
+                    self._connected.set()
+                    while not self._stop.is_set():
+                        for notify in session.notifies(timeout=1.0):
+                            self.deliver([notify.payload] if notify.payload else [])
+            except Exception as exc:  # noqa: BLE001 - reconnect; polling covers the gap
+                self._connected.clear()
+                if self._stop.is_set():
+                    break
+                failures += 1
+                delay = min(0.1 * 2**failures, 5.0)
+                logger.warning("LISTEN connection lost (%s); reconnecting in %.1f s", exc, delay)
+                self._stop.wait(delay)
+            finally:
+                self._session = None

@@ -1,0 +1,274 @@
+"""The SQLite flavour of the database store.
+
+SQLite has one writer at a time, so claims cannot race once the store holds the write lock:
+outside an atomic block it runs ``BEGIN IMMEDIATE`` … ``COMMIT`` itself, which takes the lock
+up front and waits (Django's default 5 s ``timeout``) instead of failing on a lock upgrade.
+This works with Django's default SQLite settings: in autocommit mode Django leaves
+``isolation_level=None`` and so issues no BEGIN of its own. Inside the caller's atomic block
+the statements simply join it.
+
+Batches travel as one JSON parameter read with ``json_each`` (no variable limit, one statement
+text whatever the batch size). Times are stored as Django stores them (naive text in the
+connection's time zone, UTC by default), which sort correctly as text. Needs SQLite ≥ 3.35
+(RETURNING; UPDATE … FROM needs 3.33).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Collection, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db.backends.utils import CursorWrapper
+from django.utils import timezone
+
+from anole_jobs.conf import Settings
+from anole_jobs.stores.base import ErrorEntry, Finish, NewJob, Rescued, RunRef
+from anole_jobs.stores.database.base import FINAL, SQLStore, aware_utc, encode_json, error_json
+from anole_jobs.stores.database.ddl import index_name
+
+MIN_SQLITE = (3, 35, 0)
+
+
+def _fields(names: Sequence[str]) -> str:
+    """``json_extract(value, '$[i]') AS name`` for each name: one row of a json_each batch."""
+    return ", ".join(f"json_extract(value, '$[{i}]') AS {name}" for i, name in enumerate(names))
+
+
+class SqliteStore(SQLStore):
+    name = "sqlite"
+    vendor = "sqlite"
+
+    def __init__(self, alias: str, settings: Settings) -> None:
+        super().__init__(alias, settings)
+        # Without ANALYZE statistics SQLite prefers the (state, id) index and would read
+        # every scheduled job, however far in the future, at each stage.
+        self.stage_hint = f' INDEXED BY "{index_name(self.prefix, "job_stage")}"'
+
+    # -- vendor hooks ----------------------------------------------------------------------
+    def _tz(self) -> Any:
+        # With USE_TZ=False Django stores local (TIME_ZONE) times; with USE_TZ, the
+        # connection's zone (UTC unless DATABASES[alias]["TIME_ZONE"] says otherwise).
+        return self.connection.timezone or timezone.get_default_timezone()
+
+    def encode_time(self, value: datetime | None) -> Any:
+        if value is None:
+            return None
+        naive = timezone.make_naive(value, self._tz())
+        return self.connection.ops.adapt_datetimefield_value(naive)
+
+    def decode_time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        if timezone.is_naive(value):
+            value = timezone.make_aware(value, self._tz())
+        return aware_utc(value)
+
+    def in_list(self, column: str, values: Collection[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN (SELECT value FROM json_each(%s))", [encode_json(list(values))]
+
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[None]:
+        connection = self.connection
+        if connection.in_atomic_block or not connection.get_autocommit():
+            yield  # the caller's transaction: join it
+            return
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception), connection.cursor() as cursor:
+                cursor.execute("ROLLBACK")
+            raise
+        with connection.cursor() as cursor:
+            cursor.execute("COMMIT")
+
+    # -- statements ------------------------------------------------------------------------
+    def insert_rows(self, cursor: CursorWrapper, jobs: Sequence[NewJob]) -> list[tuple[int, Any]]:
+        batch = encode_json(
+            [
+                [
+                    job.kind,
+                    job.queue,
+                    job.state,
+                    encode_json(job.args),
+                    encode_json(job.meta),
+                    job.priority,
+                    job.max_attempts,
+                    self.encode_time(job.created_at),
+                    self.encode_time(job.scheduled_at),
+                    job.unique_key,
+                    job.unique_scope,
+                ]
+                for job in jobs
+            ]
+        )
+        row = _fields(
+            (
+                "kind",
+                "queue",
+                "state",
+                "args",
+                "meta",
+                "priority",
+                "max_attempts",
+                "created_at",
+                "scheduled_at",
+                "unique_key",
+                "unique_scope",
+            )
+        )
+        cursor.execute(
+            f"INSERT INTO {self.job_table} (kind, queue, state, args, meta, errors, priority,"
+            " attempt, max_attempts, claim_token, created_at, scheduled_at, unique_key,"
+            " unique_scope, unique_lock)"
+            " SELECT kind, queue, state, args, meta, '[]', priority, 0, max_attempts, 0,"
+            " created_at, scheduled_at, unique_key, unique_scope, unique_key"
+            f" FROM (SELECT key AS ord, {row} FROM json_each(%s)) WHERE 1 ORDER BY ord"
+            " ON CONFLICT (unique_lock) DO NOTHING RETURNING id, unique_lock",
+            [batch],
+        )
+        return cursor.fetchall()
+
+    def claim_rows(
+        self,
+        cursor: CursorWrapper,
+        queue: str,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[tuple[Any, ...]]:
+        kind_filter: str = ""
+        kind_params: list[Any] = []
+        if kinds is not None:
+            where, kind_params = self.in_list("kind", kinds)
+            kind_filter = f" AND {where}"
+        with self.write_lock():
+            cursor.execute(
+                f"UPDATE {self.job_table} SET state = 'running', attempt = attempt + 1,"
+                " claim_token = claim_token + 1, attempted_at = %s, lease_until = %s,"
+                " claimed_by = %s"
+                f" WHERE id IN (SELECT id FROM {self.job_table}"
+                f" WHERE state = 'available' AND queue = %s{kind_filter}"
+                " ORDER BY priority DESC, scheduled_at, id LIMIT %s)"
+                f" RETURNING {self.select()}",
+                [
+                    self.encode_time(now),
+                    self.encode_time(lease_until),
+                    worker,
+                    queue,
+                    *kind_params,
+                    limit,
+                ],
+            )
+            return cursor.fetchall()
+
+    def finish_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        batch = encode_json(
+            [
+                [
+                    r.run.id,
+                    r.run.attempt,
+                    r.run.token,
+                    r.state,
+                    self.encode_time(r.at),
+                    self.encode_time(r.scheduled_at),
+                    error_json(r.error),
+                    1 if r.give_back_attempt else 0,
+                ]
+                for r in results
+            ]
+        )
+        names = ("f_id", "f_attempt", "f_token", "f_state", "f_at", "f_scheduled_at", "f_error")
+        row = _fields((*names, "f_give_back"))
+        cursor.execute(
+            f"UPDATE {self.job_table} SET state = f_state, lease_until = NULL,"
+            " attempt = attempt - f_give_back,"
+            " errors = CASE WHEN f_error IS NULL THEN errors"
+            " ELSE json_insert(errors, '$[#]', json(f_error)) END,"
+            f" finished_at = CASE WHEN f_state IN ({FINAL}) THEN f_at ELSE finished_at END,"
+            " scheduled_at = COALESCE(f_scheduled_at, scheduled_at),"
+            f" unique_lock = CASE WHEN f_state IN ({FINAL}) AND unique_scope != 'any'"
+            " THEN NULL ELSE unique_lock END"
+            f" FROM (SELECT {row} FROM json_each(%s)) AS f"
+            " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
+            " AND state = 'running' RETURNING id",
+            [batch],
+        )
+        return {row_id for (row_id,) in cursor.fetchall()}
+
+    def heartbeat_rows(
+        self, cursor: CursorWrapper, runs: Sequence[RunRef], lease_until: datetime
+    ) -> list[tuple[int, int, int]]:
+        batch = encode_json([[run.id, run.attempt, run.token] for run in runs])
+        cursor.execute(
+            f"UPDATE {self.job_table} SET lease_until = %s"
+            f" FROM (SELECT {_fields(('f_id', 'f_attempt', 'f_token'))} FROM json_each(%s)) AS f"
+            " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
+            " AND state = 'running' RETURNING id, attempt, claim_token",
+            [self.encode_time(lease_until), batch],
+        )
+        return cursor.fetchall()
+
+    # -- maintenance -----------------------------------------------------------------------
+    def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
+        if limit <= 0:
+            return []
+        table = self.job_table
+        with self.write_lock(), self.cursor() as cursor:
+            # Under the write lock nothing changes between the read and the fenced write; the
+            # read lets the error entry quote the lease exactly as memory.py does.
+            cursor.execute(
+                f"SELECT id, attempt, claim_token, max_attempts, lease_until, kind, queue"
+                f" FROM {table} WHERE state = 'running' AND lease_until < %s"
+                " ORDER BY id LIMIT %s",
+                [self.encode_time(now), limit],
+            )
+            lapsed = cursor.fetchall()
+            if not lapsed:
+                return []
+            at = self.encode_time(now)
+            batch = []
+            for row_id, attempt, token, max_attempts, lease_until, _kind, _queue in lapsed:
+                error = ErrorEntry(
+                    at=now,
+                    attempt=attempt,
+                    type="LeaseExpired",
+                    message=f"the lease ended at {self.decode_time(lease_until).isoformat()}"  # type: ignore[union-attr]
+                    " before the run reported",
+                )
+                dead = attempt >= max_attempts
+                batch.append([row_id, attempt, token, encode_json(error.as_json()), int(dead)])
+            row = _fields(("f_id", "f_attempt", "f_token", "f_error", "f_dead"))
+            cursor.execute(
+                f"UPDATE {table} SET errors = json_insert(errors, '$[#]', json(f_error)),"
+                " lease_until = NULL,"
+                " state = CASE WHEN f_dead THEN 'dead' ELSE 'available' END,"
+                " finished_at = CASE WHEN f_dead THEN %s ELSE finished_at END,"
+                " scheduled_at = CASE WHEN f_dead THEN scheduled_at ELSE %s END,"
+                " unique_lock = CASE WHEN f_dead AND unique_scope != 'any' THEN NULL"
+                " ELSE unique_lock END"
+                f" FROM (SELECT {row} FROM json_each(%s)) AS f"
+                " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
+                " AND state = 'running' AND lease_until < %s RETURNING id, kind, queue, state",
+                [at, at, encode_json(batch), at],
+            )
+            rows = sorted(cursor.fetchall())
+        return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
+
+
+def check_version(version: tuple[int, ...]) -> str | None:
+    """Why this SQLite cannot run the store, or None."""
+    if version < MIN_SQLITE:
+        found = ".".join(map(str, version))
+        return f"the database store needs SQLite 3.35 or later (RETURNING); this is {found}"
+    return None
+
+
+__all__ = ["SqliteStore", "check_version"]

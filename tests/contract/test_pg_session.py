@@ -1,0 +1,74 @@
+"""PostgreSQL's dedicated sessions: LISTEN/NOTIFY wake-ups across stores (processes), and
+reconnection after the listener's backend is terminated."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connections
+
+from anole_jobs.conf import parse
+from anole_jobs.stores.database import open_database_store
+
+pytestmark = [
+    pytest.mark.needs("postgres"),
+    pytest.mark.django_db(databases=["default", "pg"], transaction=True),
+]
+
+
+def two_stores():
+    settings = parse({"STORE": {"database": "pg"}, "RUN": "manual"})
+    return open_database_store("pg", settings), open_database_store("pg", settings)
+
+
+def test_a_notify_from_another_store_wakes_a_subscriber():
+    listening, sending = two_stores()
+    try:
+        subscription = listening.subscribe(["mail"])
+        assert listening._listener.wait_connected(10)
+        subscription.wait(0)  # the reconnect wake-up every listener gives on connecting
+        sending.send_notify(["default"])
+        sending.send_notify(["mail"])
+        assert subscription.wait(10) == {"mail"}
+    finally:
+        listening.close()
+
+
+def test_the_listener_reconnects_after_its_backend_is_terminated():
+    listening, sending = two_stores()
+    try:
+        subscription = listening.subscribe(["default"])
+        listener = listening._listener
+        assert listener.wait_connected(10)
+        subscription.wait(0)
+        pid = listener._session.info.backend_pid
+        with connections["pg"].cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        # On reconnecting it wakes everyone once (work may have been missed), then listens.
+        assert subscription.wait(15) == {"default"}
+        assert listener.wait_connected(15)
+        assert listener._session.info.backend_pid != pid
+        sending.send_notify(["default"])
+        assert subscription.wait(10) == {"default"}
+    finally:
+        listening.close()
+
+
+def test_an_enqueue_notifies_only_when_its_transaction_commits(settings):
+    from django.db import transaction
+
+    from anole_jobs import jobs
+    from tests.sampleapp.jobs import Work
+
+    settings.ANOLE_JOBS = {"STORE": {"database": "pg"}, "RUN": "manual"}
+    listening, _ = two_stores()
+    try:
+        subscription = listening.subscribe(["default"])
+        assert listening._listener.wait_connected(10)
+        subscription.wait(0)
+        with transaction.atomic(using="pg"):
+            jobs.enqueue(Work())
+            assert subscription.wait(0.3) == set()
+        assert subscription.wait(10) == {"default"}
+    finally:
+        listening.close()
+        jobs.reset()
