@@ -56,8 +56,10 @@ def build(alias: str, **extra: Any) -> SQLStore:
 
 
 @pytest.fixture(params=[SQLITE, POSTGRES])
-def store(request: Any) -> SQLStore:
-    return build(request.param)
+def store(request: Any) -> Iterator[SQLStore]:
+    built = build(request.param)
+    yield built
+    built.close()  # PostgreSQL's leader session must not outlive the test database
 
 
 def job(n: int = 0, **options: Any) -> NewJob:
@@ -612,8 +614,8 @@ def scenario(store: Store) -> list[Any]:
     seen.append([ordinal(r.id) for r in store.list(ListFilter(limit=3, after=ids[-1]))])
     seen.append([ordinal(r.id) for r in store.list(ListFilter(state="completed", queue="default"))])
     seen.append(store.prune(now=at + timedelta(days=2), horizons={"completed": timedelta(days=1)}))
+    # Leadership is compared in the contract suite: PostgreSQL's is an advisory lock, not a lease.
     seen.append(store.lead(instance="a", now=at, ttl=LEASE))
-    seen.append(store.lead(instance="b", now=at + LEASE, ttl=LEASE))
     seen.append(store.cron_advance(name="c", tick=at, job=None))
     seen.append([record(job_id) for job_id in ids])
     return seen
