@@ -100,3 +100,16 @@ def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:
                 )
             )
     return messages
+
+
+@checks.register("anole_jobs", checks.Tags.database)
+def check_redis_eviction(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W002: evicted job keys are lost jobs. Connects, so it runs only with `check --database`."""
+    if conf.problems():
+        return []
+    settings = conf.read_settings()
+    if settings.store.kind != "redis" or settings.store.alias is None:
+        return []
+    from anole_jobs.stores.redis import check_redis_eviction as check
+
+    return check(settings.store.alias)

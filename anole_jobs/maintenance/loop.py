@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from datetime import datetime
 
 from anole_jobs import events
 from anole_jobs.clock import monotonic
+from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
 from anole_jobs.service import Jobs
 from anole_jobs.worker.completer import close_broken_connections
@@ -38,7 +38,7 @@ class MaintenanceLoop:
         lease = service.settings.lease.total_seconds()
         self.tick = min(STAGE_INTERVAL, lease / 3)
         self.rescue_interval = lease / 2
-        self._cron: Callable[[object], int] | None = None
+        self.cron = CronScheduler(service)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="anole-maintenance", daemon=True)
         self._last: dict[str, float] = {}
@@ -93,16 +93,9 @@ class MaintenanceLoop:
         return False
 
     def _run_cron(self) -> None:
-        try:
-            from anole_jobs.maintenance import cron
-        except ImportError:
-            return
-        scheduler = getattr(self, "_scheduler", None)
-        if scheduler is None:
-            scheduler = self._scheduler = cron.CronScheduler(self.service)
         # Leadership is re-checked just before the duty (a lost lock stops it at once).
         if self.leadership.run_once(self.service.clock()):
-            scheduler.run_once(self.service.clock())
+            self.cron.run_once(self.service.clock())
 
     def _loop(self) -> None:
         while not self._stop.is_set():

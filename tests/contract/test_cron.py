@@ -201,6 +201,10 @@ def test_two_instances_stepping_enqueue_each_tick_once(env):
     for hour in (1, 2, 3):
         # A whole hour passes: every earlier leader's lease has lapsed, so both threads race.
         env.clock.set(at(2030, 1, 1, hour))
+        if env.name == "postgres":
+            # PostgreSQL's leader holds an advisory lock for as long as its session lives:
+            # end the earlier leaders' sessions, as their processes ending would.
+            env.store.leadership.close()
         reports = race(2, lambda i: env.jobs.step())
         assert sum(r.leader for r in reports) == 1
         assert sum(r.cron_enqueued for r in reports) == 1
@@ -240,12 +244,16 @@ def test_a_follower_does_not_run_cron(env):
     env.jobs.step()  # this thread leads and records the first sighting
     lease = env.jobs.service.settings.lease
     env.clock.advance(lease + timedelta(seconds=1))
+    if env.name == "postgres":
+        env.store.leadership.close()  # advisory lock: this instance's session ends instead
     assert env.store.lead(instance="elsewhere", now=env.clock(), ttl=timedelta(hours=2))
     env.clock.set(at(2030, 1, 1, 1))
     report = env.jobs.step()
     assert not report.leader and report.cron_enqueued == 0
     assert cron_jobs(env) == []
     env.clock.set(at(2030, 1, 1, 2, 1))  # the other leader's lease has lapsed (02:00:31)
+    if env.name == "postgres":
+        env.store.resign(instance="elsewhere")
     report = env.jobs.step()
     assert report.leader and report.cron_enqueued == 1
     assert ticks_of(env) == ["2030-01-01T02:00:00+00:00"]  # the latest missed tick only

@@ -61,11 +61,12 @@ class AdvisoryLeadership:
                     self._sessions[instance] = session
                     self._holding.discard(instance)
                 if instance in self._holding:
+                    # A bigint key shows in pg_locks as classid (high 32 bits), objid (low).
                     row = session.execute(
                         "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
-                        " AND pid = pg_backend_pid() AND granted"
-                        " AND ((classid::bigint << 32) | objid::bigint) = %s)",
-                        [self.key & 0xFFFFFFFFFFFFFFFF],
+                        " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
+                        " AND classid::text::bigint = %s AND objid::text::bigint = %s)",
+                        [(self.key >> 32) & 0xFFFFFFFF, self.key & 0xFFFFFFFF],
                     ).fetchone()
                     if row and row[0]:
                         return True
@@ -83,14 +84,18 @@ class AdvisoryLeadership:
 
     def release(self, instance: str) -> None:
         with self._lock:
+            session = self._sessions.get(instance)
+            if instance in self._holding and session is not None and not session.closed:
+                # Unlock explicitly: a closed session's backend frees its locks only as it
+                # exits, a moment later, and a successor trying at once would miss it.
+                with contextlib.suppress(Exception):
+                    session.execute("SELECT pg_advisory_unlock(%s)", [self.key])
             self._holding.discard(instance)
-            self._drop(instance)  # closing the session frees the lock
+            self._drop(instance)
 
     def close(self) -> None:
-        with self._lock:
-            for instance in list(self._sessions):
-                self._drop(instance)
-            self._holding.clear()
+        for instance in list(self._sessions):
+            self.release(instance)
 
     def session_pid(self, instance: str) -> int | None:
         """The backend pid of `instance`'s session (tests terminate it)."""

@@ -1,0 +1,112 @@
+"""The Redis store's entry points: `open_redis_store` (used by `stores.open_store`) and the
+`check_redis_eviction` system check (W002).
+
+The client always comes from the project's own settings: a ``CACHES`` alias whose backend is
+django-redis (R10). Anything else is refused with `ConfigurationError` (an
+`ImproperlyConfigured`) that names the problem. Opening the store does not connect.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.core import checks
+from django.utils.module_loading import import_string
+
+from anole_jobs.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from anole_jobs.conf import Settings
+    from anole_jobs.stores.redis.store import RedisStore
+
+__all__ = ["check_redis_eviction", "open_redis_store"]
+
+
+def _redis_client(alias: str) -> Any:
+    """The redis-py client of cache `alias`, or `ConfigurationError` saying what is wrong."""
+    from django.conf import settings as django_settings
+
+    caches = getattr(django_settings, "CACHES", {})
+    if alias not in caches:
+        raise ConfigurationError(
+            f"ANOLE_JOBS['STORE'] names cache {alias!r}, which is not in CACHES "
+            f"(configured aliases: {', '.join(caches) or 'none'})"
+        )
+    try:
+        from django_redis import get_redis_connection
+        from django_redis.cache import RedisCache
+    except ImportError:
+        raise ConfigurationError(
+            'the Redis jobs store needs django-redis: pip install "anole-jobs[redis]"'
+        ) from None
+    backend = caches[alias].get("BACKEND", "")
+    try:
+        backend_class = import_string(backend)
+    except ImportError:
+        backend_class = None
+    if not (isinstance(backend_class, type) and issubclass(backend_class, RedisCache)):
+        raise ConfigurationError(
+            f"cache {alias!r} uses {backend!r}; the Redis jobs store needs django-redis "
+            "(BACKEND 'django_redis.cache.RedisCache')"
+        )
+    try:
+        client = get_redis_connection(alias, write=True)
+    except NotImplementedError:
+        raise ConfigurationError(
+            f"cache {alias!r} uses a django-redis client with no single connection (sharded?); "
+            "the Redis jobs store needs one Redis node"
+        ) from None
+    if not hasattr(client, "evalsha") or not hasattr(client, "connection_pool"):
+        raise ConfigurationError(
+            f"cache {alias!r} gives a {type(client).__name__}, not a redis-py client; the Redis "
+            "jobs store needs django-redis's default client on a single Redis node"
+        )
+    return client
+
+
+def open_redis_store(alias: str, settings: Settings) -> RedisStore:
+    """The Redis store on cache `alias`, its keys under ``settings.key_prefix``."""
+    from anole_jobs.stores.redis.store import RedisStore
+
+    return RedisStore(_redis_client(alias), key_prefix=settings.key_prefix, alias=alias)
+
+
+def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
+    """W002 when Redis may evict keys: an evicted job key is a lost job.
+
+    Connects to Redis, so it is registered as a ``database`` check (``check --database``).
+    Reads ``maxmemory_policy`` from INFO (allowed where CONFIG is renamed away, as on many
+    managed services), then falls back to CONFIG GET.
+    """
+    try:
+        client = _redis_client(alias)
+    except ConfigurationError:
+        return []  # the configuration checks (E005, E012) report this one
+    hint = (
+        "set maxmemory-policy noeviction in redis.conf (or your provider's parameter group); "
+        "keep the jobs in a Redis of their own if the cache needs eviction"
+    )
+    try:
+        policy = client.info("memory").get("maxmemory_policy")
+        if policy is None:
+            policy = client.config_get("maxmemory-policy").get("maxmemory-policy")
+    except Exception as exc:  # a check reports, it never raises
+        return [
+            checks.Warning(
+                f"could not read Redis's maxmemory-policy for cache {alias!r}: {exc}",
+                hint=hint,
+                id="anole_jobs.W002",
+            )
+        ]
+    if isinstance(policy, bytes):
+        policy = policy.decode()
+    if policy == "noeviction":
+        return []
+    return [
+        checks.Warning(
+            f"Redis behind cache {alias!r} has maxmemory-policy {policy!r}: when memory runs "
+            "out it may evict job keys, and an evicted job is lost",
+            hint=hint,
+            id="anole_jobs.W002",
+        )
+    ]

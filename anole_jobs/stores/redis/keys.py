@@ -1,0 +1,182 @@
+"""The Redis data layout: every key name and every sortable encoding, in Python and in Lua.
+
+This module is the only place that knows a key name. The Lua scripts build keys for ids they
+discover at run time (the job hash of an id popped from a sorted set), so the same names are
+also given here as a Lua prelude (`LUA`) that `store.Scripts` prepends to every script; a test
+checks that both halves agree. Every key starts with ``KEY_PREFIX`` (passed to each script as
+``ARGV[1]``), so two apps sharing one Redis database never touch each other's keys.
+
+Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padded):
+
+=============================  ======  =========================================================
+``P next_id``                   string  INCR counter for job ids
+``P job:<id>``                  hash    one job (fields below)
+``P av:<len(q)>:<q>:<kind>``    zset    available jobs of one queue and kind; score = -priority,
+                                        member = ``sched_key + pid`` (so ZRANGE order is
+                                        priority desc, scheduled_at asc, id asc — exactly)
+``P ak:<q>``                    set     kinds that have available jobs in queue q
+``P waiting``                   zset    scheduled + retrying jobs, member ``sched_key + pid``
+``P running``                   zset    running jobs, member ``lease_key + pid``
+``P fin:<state>``               zset    completed / dead / cancelled, member ``finished_key + pid``
+``P st:<state>``                zset    ids of one state (admin list), member ``pid``
+``P all`` / ``P queue:<q>`` /   zset    ids of all jobs / of one queue / of one kind (admin list)
+``P kind:<kind>``
+``P u:<unique key>``            string  id of the job holding that unique key
+``P counts``                    hash    ``"<state>:<queue>" -> n`` (kept by the scripts)
+``P leader``                    string  ``"<instance>|<expiry key>"``, with PX for cleanup
+``P cron``                      hash    ``name -> "<tick key>|<last job id>"``
+=============================  ======  =========================================================
+
+Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
+digit strings, so byte order is time order then id order, exact to the microsecond for every
+`datetime` (doubles would lose microseconds after 2255 and cannot hold years before 1970).
+Job hash fields: ``id kind queue state args meta priority attempt max errors created sched
+attempted finished lease lease_iso worker token ukey uscope`` (times as time keys; ``lease``,
+``lease_iso`` and ``worker`` describe the last claim and mean something only while running).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+#: Digits of a time key: microseconds since 0001-01-01T00:00Z (datetime.max needs 18).
+TIME_WIDTH = 18
+#: Digits of a padded id in sorted-set members (int64 needs 19).
+ID_WIDTH = 19
+
+_ORIGIN = datetime(1, 1, 1, tzinfo=UTC)
+_MICROS_PER_DAY = 86_400 * 1_000_000
+
+
+def time_key(moment: datetime) -> str:
+    """`moment` (aware) as a fixed-width, lexically sortable string of microseconds."""
+    if moment.tzinfo is None:
+        raise ValueError(f"the Redis store needs aware datetimes, got {moment!r}")
+    delta = moment - _ORIGIN
+    micros = delta.days * _MICROS_PER_DAY + delta.seconds * 1_000_000 + delta.microseconds
+    if micros < 0:
+        raise ValueError(f"{moment!r} is before 0001-01-01T00:00Z")
+    return f"{micros:0{TIME_WIDTH}d}"
+
+
+def parse_time_key(value: str | bytes) -> datetime:
+    """The aware UTC datetime a `time_key` encodes."""
+    return _ORIGIN + timedelta(microseconds=int(value))
+
+
+def padded_id(job_id: int) -> str:
+    return f"{job_id:0{ID_WIDTH}d}"
+
+
+#: The job hash fields a record is built from, in the order scripts return them: one JSON array
+#: per job (missing fields as null) instead of an HGETALL reply, so the client parses one bulk
+#: string per job rather than two per field.
+RECORD_FIELDS = (
+    "id",
+    "kind",
+    "queue",
+    "state",
+    "args",
+    "meta",
+    "priority",
+    "attempt",
+    "max",
+    "errors",
+    "created",
+    "sched",
+    "attempted",
+    "finished",
+    "ukey",
+    "token",
+)
+
+
+class Keys:
+    """Key names under one prefix (Python half; the Lua half is `LUA`)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def next_id(self) -> str:
+        return f"{self.prefix}next_id"
+
+    def job(self, job_id: int | str) -> str:
+        return f"{self.prefix}job:{job_id}"
+
+    def available(self, queue: str, kind: str) -> str:
+        # The byte length of the queue keeps ("a:b", "c") and ("a", "b:c") apart.
+        return f"{self.prefix}av:{len(queue.encode())}:{queue}:{kind}"
+
+    def available_kinds(self, queue: str) -> str:
+        return f"{self.prefix}ak:{queue}"
+
+    def waiting(self) -> str:
+        return f"{self.prefix}waiting"
+
+    def running(self) -> str:
+        return f"{self.prefix}running"
+
+    def finished(self, state: str) -> str:
+        return f"{self.prefix}fin:{state}"
+
+    def by_state(self, state: str) -> str:
+        return f"{self.prefix}st:{state}"
+
+    def all(self) -> str:
+        return f"{self.prefix}all"
+
+    def by_queue(self, queue: str) -> str:
+        return f"{self.prefix}queue:{queue}"
+
+    def by_kind(self, kind: str) -> str:
+        return f"{self.prefix}kind:{kind}"
+
+    def unique(self, key: str) -> str:
+        return f"{self.prefix}u:{key}"
+
+    def counts(self) -> str:
+        return f"{self.prefix}counts"
+
+    def leader(self) -> str:
+        return f"{self.prefix}leader"
+
+    def cron(self) -> str:
+        return f"{self.prefix}cron"
+
+    def pattern(self) -> str:
+        """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
+        escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
+        return escaped + "*"
+
+    def channel(self, db: int) -> str:
+        """The pub/sub channel for wake-ups. Channels are server-wide (not per database), so
+        the name carries the database number as well as the prefix (SPEC §13)."""
+        return f"{self.prefix}wakeups:db{db}"
+
+
+#: The Lua half of `Keys`, plus the member encodings. `P` is the prefix (ARGV[1]).
+LUA = f"""
+local P = ARGV[1]
+local ID_WIDTH = {ID_WIDTH}
+local RECORD_FIELDS = {{{", ".join(repr(f) for f in RECORD_FIELDS)}}}
+local function K_next_id() return P .. 'next_id' end
+local function K_job(id) return P .. 'job:' .. id end
+local function K_av(queue, kind) return P .. 'av:' .. #queue .. ':' .. queue .. ':' .. kind end
+local function K_ak(queue) return P .. 'ak:' .. queue end
+local function K_waiting() return P .. 'waiting' end
+local function K_running() return P .. 'running' end
+local function K_fin(state) return P .. 'fin:' .. state end
+local function K_st(state) return P .. 'st:' .. state end
+local function K_all() return P .. 'all' end
+local function K_queue(queue) return P .. 'queue:' .. queue end
+local function K_kind(kind) return P .. 'kind:' .. kind end
+local function K_u(key) return P .. 'u:' .. key end
+local function K_counts() return P .. 'counts' end
+local function K_leader() return P .. 'leader' end
+local function K_cron() return P .. 'cron' end
+-- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
+local function idstr(id) return string.format('%d', tonumber(id)) end
+local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end
+-- The id at the end of a sorted-set member.
+local function member_id(member) return idstr(string.sub(member, -ID_WIDTH)) end
+"""

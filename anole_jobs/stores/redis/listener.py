@@ -1,0 +1,130 @@
+"""Cross-process wake-ups for the Redis store: PUBLISH on enqueue, a listener thread that feeds
+the store's in-process `WakeupHub` from SUBSCRIBE.
+
+Pub/sub is fire-and-forget: a message published while the listener is reconnecting is lost.
+That is acceptable because workers also poll; to shorten the gap, every (re)subscription wakes
+every local waiter once, so they look for work that may have arrived while deaf.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Collection
+from typing import Any
+
+from anole_jobs.stores.wakeups import WakeupHub
+
+logger = logging.getLogger("anole_jobs.stores.redis")
+
+#: How long one `get_message` blocks, so `stop()` is noticed promptly.
+POLL_SECONDS = 0.25
+#: After this many quiet polls (about 30 s) the listener PINGs; when that many more pass with
+#: no answer, the connection is presumed half-open (a dropped NAT entry, a dead peer that sent
+#: no RST) and replaced. Counting polls instead of reading a clock keeps stores clock-free.
+PING_AFTER_POLLS = 120
+BACKOFF_MIN = 0.05
+BACKOFF_MAX = 5.0
+
+
+def encode(sender: str, queues: Collection[str]) -> str:
+    return json.dumps({"from": sender, "queues": sorted(queues)}, separators=(",", ":"))
+
+
+class Listener:
+    """A daemon thread subscribed to `channel` on a dedicated connection of `client`'s pool.
+
+    Messages from `sender` (this store) are skipped: it already woke its own hub in-process.
+    On any error the pub/sub connection is dropped and opened again after a backoff that
+    doubles from `BACKOFF_MIN` to `BACKOFF_MAX` and resets once subscribed.
+    """
+
+    def __init__(self, client: Any, channel: str, hub: WakeupHub, sender: str) -> None:
+        self._client = client
+        self.channel = channel
+        self._hub = hub
+        self._sender = sender
+        self._stop = threading.Event()
+        #: Set while subscribed (tests wait on it before publishing).
+        self.subscribed = threading.Event()
+        #: How many times the channel was (re)subscribed.
+        self.subscriptions = 0
+        self.pubsub: Any = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"anole-jobs-redis-listener:{channel}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        delay = BACKOFF_MIN
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                self.pubsub = self._client.pubsub()
+                self.pubsub.subscribe(self.channel)
+                quiet = 0
+                while not self._stop.is_set():
+                    message = self.pubsub.get_message(timeout=POLL_SECONDS)
+                    if message is None:
+                        quiet += 1
+                        if quiet == PING_AFTER_POLLS:
+                            self.pubsub.ping()
+                        elif quiet >= 2 * PING_AFTER_POLLS:
+                            raise ConnectionError("no answer to PING on the pub/sub connection")
+                        continue
+                    quiet = 0
+                    if message["type"] == "subscribe":
+                        self._on_subscribed()
+                        delay, failures = BACKOFF_MIN, 0
+                    elif message["type"] == "message":
+                        self._deliver(message["data"])
+            except Exception as exc:  # any failure means: reconnect later
+                self.subscribed.clear()
+                failures += 1
+                # Log the first failure of a streak loudly, the retries quietly.
+                log = logger.warning if failures == 1 else logger.debug
+                log(
+                    "Redis wake-up listener on %s lost its connection (%s); reconnecting in "
+                    "%.2fs, workers poll meanwhile",
+                    self.channel,
+                    exc,
+                    delay,
+                )
+                self._stop.wait(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+            finally:
+                self._close_pubsub()
+        self.subscribed.clear()
+
+    def _close_pubsub(self) -> None:
+        pubsub, self.pubsub = self.pubsub, None
+        if pubsub is not None:
+            try:
+                pubsub.close()
+            except Exception:  # the connection is being dropped anyway
+                logger.debug("closing the Redis pub/sub connection failed", exc_info=True)
+
+    def _on_subscribed(self) -> None:
+        self.subscriptions += 1
+        # Messages published while we were not subscribed are lost: wake everyone once.
+        self._hub.wake(())
+        self.subscribed.set()
+
+    def _deliver(self, data: bytes | str) -> None:
+        try:
+            payload = json.loads(data)
+            queues = [str(queue) for queue in payload["queues"]]
+            sender = payload.get("from")
+        except (ValueError, KeyError, TypeError):
+            logger.warning("ignoring a malformed wake-up message on %s: %r", self.channel, data)
+            return
+        if sender != self._sender:  # no queues: wake every waiter, as `WakeupHub.wake` does
+            self._hub.wake(queues)

@@ -1,0 +1,243 @@
+-- Shared helpers, prepended (after the key prelude of keys.py) to every script.
+--
+-- A job is loaded into a table `j` with its index-relevant fields; `leave(j)` takes it out of
+-- every index of its current state, the script changes fields with `set`, `enter(j)` puts it
+-- in the indexes of its new state and `save(j)` writes the changed fields. Keeping all index
+-- bookkeeping here is what keeps the sorted sets, the counts and the unique keys consistent.
+
+local CORE = {'state', 'queue', 'kind', 'priority', 'sched', 'lease', 'finished', 'attempt',
+              'token', 'max', 'ukey', 'uscope'}
+local LIVE = {scheduled = true, available = true, running = true, retrying = true}
+local FINAL = {completed = true, dead = true, cancelled = true}
+
+local function load(id)
+  id = idstr(id)
+  local values = redis.call('HMGET', K_job(id), unpack(CORE))
+  if not values[1] then return nil end
+  local j = {id = id, dirty = {}}
+  for i, field in ipairs(CORE) do j[field] = values[i] end
+  return j
+end
+
+-- The whole hash (claim returns the record): fields absent from the hash are nil.
+local function load_all(id)
+  id = idstr(id)
+  local flat = redis.call('HGETALL', K_job(id))
+  if #flat == 0 then return nil end
+  local j = {id = id, dirty = {}}
+  for i = 1, #flat, 2 do j[flat[i]] = flat[i + 1] end
+  return j
+end
+
+-- A `load_all` job (with the changes made since) as the JSON array of its RECORD_FIELDS.
+local function encode_record(j)
+  local values = {}
+  for i, field in ipairs(RECORD_FIELDS) do values[i] = j[field] or cjson.null end
+  return cjson.encode(values)
+end
+
+-- The stored job `id` as the JSON array of its RECORD_FIELDS.
+local function record_of(id)
+  local values = redis.call('HMGET', K_job(id), unpack(RECORD_FIELDS))
+  for i = 1, #RECORD_FIELDS do
+    if not values[i] then values[i] = cjson.null end
+  end
+  return cjson.encode(values)
+end
+
+local function set(j, field, value)
+  j[field] = value
+  j.dirty[field] = true
+end
+
+local function save(j)
+  local hset, hdel = {}, {}
+  for field in pairs(j.dirty) do
+    if j[field] then
+      hset[#hset + 1] = field
+      hset[#hset + 1] = j[field]
+    else
+      hdel[#hdel + 1] = field
+    end
+  end
+  if #hset > 0 then redis.call('HSET', K_job(j.id), unpack(hset)) end
+  if #hdel > 0 then redis.call('HDEL', K_job(j.id), unpack(hdel)) end
+  j.dirty = {}
+end
+
+-- Index writes are buffered and applied by `flush()` once per key at the end of a script: a
+-- batch of n jobs then costs one ZADD/ZREM/HINCRBY per touched key instead of n. Scripts read
+-- the indexes they walk before changing anything, so the deferral is never observable.
+-- Every script that changes state returns through `done(reply)`, which flushes.
+local pending = {zadd = {}, zrem = {}, counts = {}, available = {}}
+local pending_keys = {zadd = {}, zrem = {}}
+
+local function push(kind, key, a, b)
+  local list = pending[kind][key]
+  if not list then
+    list = {}
+    pending[kind][key] = list
+    pending_keys[kind][#pending_keys[kind] + 1] = key
+  end
+  list[#list + 1] = a
+  if b then list[#list + 1] = b end
+end
+
+local function zadd(key, score, member) push('zadd', key, score, member) end
+local function zrem(key, member) push('zrem', key, member) end
+
+local function count(state, queue, delta)
+  local field = state .. ':' .. queue
+  pending.counts[field] = (pending.counts[field] or 0) + delta
+end
+
+-- Run `command key items...` in chunks: Lua 5.1 cannot unpack more than a few thousand values.
+local function chunked(command, key, items, step)
+  for first = 1, #items, step do
+    redis.call(command, key, unpack(items, first, math.min(first + step - 1, #items)))
+  end
+end
+
+local function flush()
+  for _, key in ipairs(pending_keys.zrem) do chunked('ZREM', key, pending.zrem[key], 1000) end
+  for _, key in ipairs(pending_keys.zadd) do chunked('ZADD', key, pending.zadd[key], 1000) end
+  for field, delta in pairs(pending.counts) do
+    if delta ~= 0 and redis.call('HINCRBY', K_counts(), field, delta) <= 0 then
+      redis.call('HDEL', K_counts(), field)
+    end
+  end
+  -- A queue's set of kinds with available jobs follows its (queue, kind) sets.
+  for key, where in pairs(pending.available) do
+    if redis.call('EXISTS', key) == 1 then
+      redis.call('SADD', K_ak(where[1]), where[2])
+    else
+      redis.call('SREM', K_ak(where[1]), where[2])
+    end
+  end
+  pending = {zadd = {}, zrem = {}, counts = {}, available = {}}
+  pending_keys = {zadd = {}, zrem = {}}
+end
+
+local function done(reply)
+  flush()
+  return reply
+end
+
+-- Whether `j` (in its current state) keeps its unique key from other inserts.
+local function holds_unique(j)
+  return j.ukey and (j.uscope == 'any' or LIVE[j.state])
+end
+
+local function release_unique(j)
+  if j.ukey and not holds_unique(j) and redis.call('GET', K_u(j.ukey)) == j.id then
+    redis.call('DEL', K_u(j.ukey))
+  end
+end
+
+-- The id of the job holding unique key `ukey`, or nil. A key whose holder is gone or no longer
+-- holds it is dropped (as memory.py's `_holder` does), so a stale key never blocks an insert.
+local function holder(ukey)
+  local id = redis.call('GET', K_u(ukey))
+  if not id then return nil end
+  local h = redis.call('HMGET', K_job(id), 'state', 'ukey', 'uscope')
+  if h[1] and h[2] == ukey and (h[3] == 'any' or LIVE[h[1]]) then return id end
+  redis.call('DEL', K_u(ukey))
+  return nil
+end
+
+local function leave(j)
+  local p, s = pid(j.id), j.state
+  if s == 'available' then
+    local key = K_av(j.queue, j.kind)
+    zrem(key, j.sched .. p)
+    pending.available[key] = {j.queue, j.kind}
+  elseif s == 'scheduled' or s == 'retrying' then
+    zrem(K_waiting(), j.sched .. p)
+  elseif s == 'running' then
+    zrem(K_running(), j.lease .. p)
+  elseif FINAL[s] then
+    zrem(K_fin(s), j.finished .. p)
+  end
+  zrem(K_st(s), p)
+  count(s, j.queue, -1)
+end
+
+local function enter(j)
+  local p, s = pid(j.id), j.state
+  if s == 'available' then
+    local key = K_av(j.queue, j.kind)
+    zadd(key, -tonumber(j.priority), j.sched .. p)
+    pending.available[key] = {j.queue, j.kind}
+  elseif s == 'scheduled' or s == 'retrying' then
+    zadd(K_waiting(), 0, j.sched .. p)
+  elseif s == 'running' then
+    zadd(K_running(), 0, j.lease .. p)
+  elseif FINAL[s] then
+    zadd(K_fin(s), 0, j.finished .. p)
+  else
+    error('anole_jobs: unknown job state ' .. tostring(s))
+  end
+  zadd(K_st(s), 0, p)
+  count(s, j.queue, 1)
+  release_unique(j)
+end
+
+-- Remove every trace of a job (delete, prune).
+local function destroy(j)
+  leave(j)
+  local p = pid(j.id)
+  zrem(K_all(), p)
+  zrem(K_queue(j.queue), p)
+  zrem(K_kind(j.kind), p)
+  if j.ukey and redis.call('GET', K_u(j.ukey)) == j.id then redis.call('DEL', K_u(j.ukey)) end
+  redis.call('DEL', K_job(j.id))
+end
+
+-- Append one JSON-encoded error entry to a job's JSON array of errors, by string: decoding
+-- and re-encoding with cjson would rewrite numbers and escapes in older entries.
+local function append_error(j, entry)
+  local errors = redis.call('HGET', K_job(j.id), 'errors')
+  if not errors or errors == '[]' then
+    errors = '[' .. entry .. ']'
+  else
+    errors = string.sub(errors, 1, -2) .. ',' .. entry .. ']'
+  end
+  set(j, 'errors', errors)
+end
+
+-- The fence of every write after a claim (R22): still running, same attempt, same token.
+local function fenced(j, attempt, token)
+  return j ~= nil and j.state == 'running' and tonumber(j.attempt) == tonumber(attempt)
+    and tonumber(j.token) == tonumber(token)
+end
+
+-- Insert one job from the 12 ARGV values starting at `i`; returns (id, 1) or (holder id, 0).
+local NEW_JOB_FIELDS = 12
+local function insert_one(i)
+  local kind, queue, state, args, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local priority, max, created, sched = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
+  local has_ukey, ukey, uscope = ARGV[i + 9] == '1', ARGV[i + 10], ARGV[i + 11]
+  if has_ukey then
+    local held_by = holder(ukey)
+    if held_by then return tonumber(held_by), 0 end
+  end
+  local id = idstr(redis.call('INCR', K_next_id()))
+  local fields = {'id', id, 'kind', kind, 'queue', queue, 'state', state, 'args', args,
+                  'meta', meta, 'priority', priority, 'attempt', '0', 'max', max,
+                  'errors', '[]', 'created', created, 'sched', sched, 'token', '0',
+                  'uscope', uscope}
+  if has_ukey then
+    fields[#fields + 1] = 'ukey'
+    fields[#fields + 1] = ukey
+  end
+  redis.call('HSET', K_job(id), unpack(fields))
+  local j = {id = id, state = state, queue = queue, kind = kind, priority = priority,
+             sched = sched, ukey = has_ukey and ukey or false, uscope = uscope, dirty = {}}
+  enter(j)
+  local p = pid(id)
+  zadd(K_all(), 0, p)
+  zadd(K_queue(queue), 0, p)
+  zadd(K_kind(kind), 0, p)
+  if has_ukey then redis.call('SET', K_u(ukey), id) end
+  return tonumber(id), 1
+end

@@ -1,0 +1,13 @@
+-- cancel: ARGV[2] id, [3] now key. A waiting or running job becomes cancelled (a running
+-- worker's later writes then fail their fence); a finished job is left as it is.
+-- Returns the job's record, or nil if there is none.
+local j = load(ARGV[2])
+if not j then return false end
+if LIVE[j.state] then
+  leave(j)
+  set(j, 'state', 'cancelled')
+  set(j, 'finished', ARGV[3])
+  enter(j)
+  save(j)
+end
+return done(record_of(j.id))

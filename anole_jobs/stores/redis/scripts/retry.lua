@@ -1,0 +1,21 @@
+-- retry: ARGV[2] id, [3] now key. Makes the job available now whatever its state; a running
+-- worker's later writes then fail their fence. A job out of attempts gets one more. A finished
+-- job whose live unique key another live job now holds is left as it is (reviving it would
+-- make two live jobs with one key). Returns the job's record, or nil if there is none.
+local j = load(ARGV[2])
+if not j then return false end
+if j.ukey and not holds_unique(j) then
+  local held_by = holder(j.ukey)
+  if held_by and held_by ~= j.id then return record_of(j.id) end
+  redis.call('SET', K_u(j.ukey), j.id)
+end
+leave(j)
+if tonumber(j.attempt) >= tonumber(j.max) then
+  set(j, 'max', string.format('%d', tonumber(j.attempt) + 1))
+end
+set(j, 'state', 'available')
+set(j, 'sched', ARGV[3])
+set(j, 'finished', false)
+enter(j)
+save(j)
+return done(record_of(j.id))

@@ -1,0 +1,464 @@
+"""The Redis store (R9): the whole store contract on one Redis node, durable as far as Redis
+persists (see docs/stores.md).
+
+This module owns the Python half: argument encoding, script calls and record decoding. Every
+state change is one Lua script in `scripts/` (the server runs it atomically, so no MULTI), and
+every fenced write (R22) is checked inside its script. Key names live in `keys.py` only.
+
+Scripts are sent by SHA (EVALSHA) and loaded with SCRIPT LOAD the first time Redis answers
+NOSCRIPT — at first use, and again after a `SCRIPT FLUSH` or a restart. Nothing here retries a
+write after a connection error: the command may have run, and a blind retry could insert a job
+twice. Connections the pool finds dead are replaced by redis-py before a command is sent; an
+error mid-command surfaces as `StoreUnavailable`, and at-least-once delivery (leases, rescue)
+covers whatever was half done.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from anole_jobs.errors import StoreUnavailable
+from anole_jobs.stores.base import (
+    AFTER_RUN_STATES,
+    FINAL_STATES,
+    LIST_LIMIT_MAX,
+    Capabilities,
+    ClaimedJob,
+    CronState,
+    Finish,
+    Inserted,
+    JobRecord,
+    ListFilter,
+    NewJob,
+    Rescued,
+    RunRef,
+    Store,
+)
+from anole_jobs.stores.redis import keys
+from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, time_key
+from anole_jobs.stores.redis.listener import Listener, encode
+from anole_jobs.stores.wakeups import Subscription
+
+logger = logging.getLogger("anole_jobs.stores.redis")
+
+SCRIPTS_DIR = Path(__file__).with_name("scripts")
+#: States a job may be inserted in (what `NewJob.state` may say).
+INSERT_STATES = ("available", "scheduled", "retrying")
+#: Index entries one `list` script call may walk before handing back a cursor.
+LIST_SCAN_BUDGET = 5_000
+#: Most jobs one claim/stage/rescue/prune script call moves. A script blocks the whole Redis
+#: server while it runs, so larger limits are served by several calls (each one atomic).
+SCRIPT_CHUNK = 1_000
+
+
+@functools.cache
+def _sources() -> dict[str, tuple[str, str]]:
+    """``{name: (source, sha1)}``: each script is the key prelude + `_lib.lua` + its file."""
+    lib = (SCRIPTS_DIR / "_lib.lua").read_text()
+    sources = {}
+    for path in sorted(SCRIPTS_DIR.glob("*.lua")):
+        if not path.name.startswith("_"):
+            source = f"{keys.LUA}\n{lib}\n{path.read_text()}"
+            sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+            sources[path.stem] = (source, sha)
+    return sources
+
+
+class Scripts:
+    """The Lua scripts of the store, called by SHA on `client`."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.sources = {name: source for name, (source, _) in _sources().items()}
+        self.shas = {name: sha for name, (_, sha) in _sources().items()}
+
+    def call(self, name: str, prefix: str, *args: object) -> Any:
+        """EVALSHA `name` with ARGV = (prefix, *args); SCRIPT LOAD and retry on NOSCRIPT (the
+        script surely did not run, so the retry cannot repeat a write)."""
+        sha = self.shas[name]
+        try:
+            try:
+                return self._client.evalsha(sha, 0, prefix, *args)
+            except NoScriptError:
+                self._client.script_load(self.sources[name])
+                return self._client.evalsha(sha, 0, prefix, *args)
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise StoreUnavailable(
+                f"Redis did not answer the {name} script ({exc}); if it ran, leases and "
+                "rescue make the outcome safe"
+            ) from exc
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _optional_time(fields: Mapping[str, bytes | str], name: str) -> datetime | None:
+    value = fields.get(name)
+    return parse_time_key(value) if value else None
+
+
+def _decode(encoded: bytes | str) -> dict[str, bytes | str]:
+    """A record as the scripts return it (a JSON array of RECORD_FIELDS) as a field mapping."""
+    values = json.loads(encoded)
+    return {f: v for f, v in zip(RECORD_FIELDS, values, strict=True) if v is not None}
+
+
+def _record(fields: Mapping[str, bytes | str]) -> JobRecord:
+    unique_key = fields.get("ukey")
+    return JobRecord(
+        id=int(fields["id"]),
+        kind=_text(fields["kind"]),
+        queue=_text(fields["queue"]),
+        state=_text(fields["state"]),  # type: ignore[arg-type]
+        args=json.loads(fields["args"]),
+        meta=json.loads(fields["meta"]),
+        priority=int(fields["priority"]),
+        attempt=int(fields["attempt"]),
+        max_attempts=int(fields["max"]),
+        errors=tuple(json.loads(fields["errors"])),
+        created_at=parse_time_key(fields["created"]),
+        scheduled_at=parse_time_key(fields["sched"]),
+        attempted_at=_optional_time(fields, "attempted"),
+        finished_at=_optional_time(fields, "finished"),
+        unique_key=None if unique_key is None else _text(unique_key),
+    )
+
+
+def _json(value: Mapping[str, Any]) -> str:
+    # ASCII only: redis-py encodes str as strict UTF-8, which a lone surrogate would break.
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+class RedisStore(Store):
+    """See the module docstring; `client` is a redis-py client (from django-redis)."""
+
+    name = "redis"
+    capabilities = Capabilities(transactions=False, durable=True, notify=True)
+    atomic_alias = None
+
+    def __init__(self, client: Any, *, key_prefix: str, alias: str | None = None) -> None:
+        self.client = client
+        self.alias = alias
+        self.keys = Keys(key_prefix)
+        self.scripts = Scripts(client)
+        self.db = int(client.connection_pool.connection_kwargs.get("db", 0) or 0)
+        self.channel = self.keys.channel(self.db)
+        self._sender = uuid.uuid4().hex
+        # Per thread: the queues the last insert already published (see `wake`).
+        self._published = threading.local()
+        self._listener: Listener | None = None
+        self._listener_lock = threading.Lock()
+        self._closed = False
+
+    def _run(self, script: str, *args: object) -> Any:
+        return self.scripts.call(script, self.keys.prefix, *args)
+
+    @staticmethod
+    def _chunked(limit: int, one_call: Callable[[int], int]) -> int:
+        """Call `one_call(chunk)` (which returns how many it moved) until `limit` is reached or
+        a call moves fewer than asked; return the total."""
+        total = 0
+        while total < limit:
+            chunk = min(limit - total, SCRIPT_CHUNK)
+            moved = one_call(chunk)
+            total += moved
+            if moved < chunk:
+                break
+        return total
+
+    def _read(self, method: str, *args: object) -> Any:
+        """A plain read command; connection errors become `StoreUnavailable`."""
+        try:
+            return getattr(self.client, method)(*args)
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise StoreUnavailable(f"Redis did not answer {method.upper()} ({exc})") from exc
+
+    @staticmethod
+    def _new_job_args(job: NewJob) -> list[str]:
+        """The NEW_JOB_FIELDS values `insert_one` in _lib.lua reads, in its order."""
+        if job.state not in INSERT_STATES:
+            raise ValueError(f"a new job's state must be one of {INSERT_STATES}, got {job.state!r}")
+        if not job.queue or not job.kind:
+            raise ValueError("a job needs a non-empty queue and kind")
+        return [
+            job.kind,
+            job.queue,
+            job.state,
+            _json(job.args),
+            _json(job.meta),
+            str(int(job.priority)),
+            str(int(job.max_attempts)),
+            time_key(job.created_at),
+            time_key(job.scheduled_at),
+            "0" if job.unique_key is None else "1",
+            job.unique_key or "",
+            job.unique_scope,
+        ]
+
+    # -- enqueueing ------------------------------------------------------------------------
+    def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
+        if not jobs:
+            return []
+        args: list[str] = []
+        for job in jobs:
+            args.extend(self._new_job_args(job))
+        flat = self._run("insert", self.channel, self._sender, len(jobs), *args)
+        results = [Inserted(int(flat[i]), flat[i + 1] == 1) for i in range(0, len(flat), 2)]
+        # The script published these queues' wake-up: the caller's `wake` must not repeat it.
+        self._published.queues = {
+            job.queue
+            for job, result in zip(jobs, results, strict=True)
+            if result.inserted and job.state == "available"
+        }
+        return results
+
+    # -- running ---------------------------------------------------------------------------
+    def claim(
+        self,
+        queue: str,
+        *,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[ClaimedJob]:
+        if kinds is not None and not kinds:
+            return []
+        selector = ["*"] if kinds is None else ["+", *sorted(kinds)]
+        claimed: list[ClaimedJob] = []
+        while len(claimed) < limit:
+            chunk = min(limit - len(claimed), SCRIPT_CHUNK)
+            rows = self._run(
+                "claim",
+                queue,
+                chunk,
+                time_key(now),
+                time_key(lease_until),
+                lease_until.isoformat(),
+                worker,
+                *selector,
+            )
+            for encoded in rows:
+                fields = _decode(encoded)
+                record = _record(fields)
+                run = RunRef(record.id, record.attempt, int(fields["token"]))
+                claimed.append(ClaimedJob(record=record, run=run, lease_until=lease_until))
+            if len(rows) < chunk:
+                break
+        return claimed
+
+    def heartbeat(self, runs: Collection[RunRef], *, lease_until: datetime) -> set[RunRef]:
+        runs = list(runs)
+        if not runs:
+            return set()
+        args: list[object] = [time_key(lease_until), lease_until.isoformat()]
+        for run in runs:
+            args.extend((run.id, run.attempt, run.token))
+        held = self._run("heartbeat", *args)
+        return {run for run, ok in zip(runs, held, strict=True) if ok == 1}
+
+    def finish(self, results: Sequence[Finish]) -> list[bool]:
+        if not results:
+            return []
+        args: list[object] = [len(results)]
+        for result in results:
+            if result.state not in AFTER_RUN_STATES:
+                raise ValueError(f"finish cannot write state {result.state!r}")
+            args.extend(
+                (
+                    result.run.id,
+                    result.run.attempt,
+                    result.run.token,
+                    result.state,
+                    time_key(result.at),
+                    "" if result.scheduled_at is None else time_key(result.scheduled_at),
+                    "" if result.error is None else _json(result.error.as_json()),
+                    "1" if result.give_back_attempt else "0",
+                )
+            )
+        return [ok == 1 for ok in self._run("finish", *args)]
+
+    # -- maintenance -----------------------------------------------------------------------
+    def stage(self, *, now: datetime, limit: int = 10_000) -> int:
+        return self._chunked(limit, lambda chunk: int(self._run("stage", time_key(now), chunk)))
+
+    def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
+        rescued: list[Rescued] = []
+
+        def one_call(chunk: int) -> int:
+            flat = self._run("rescue", time_key(now), now.isoformat(), chunk)
+            rescued.extend(
+                Rescued(
+                    id=int(flat[i]),
+                    kind=_text(flat[i + 1]),
+                    queue=_text(flat[i + 2]),
+                    state=_text(flat[i + 3]),  # type: ignore[arg-type]
+                )
+                for i in range(0, len(flat), 4)
+            )
+            return len(flat) // 4
+
+        self._chunked(limit, one_call)
+        return rescued
+
+    def prune(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> int:
+        pairs: list[str] = []
+        for state, horizon in horizons.items():
+            if state in FINAL_STATES:  # only finished jobs have a finished_at
+                pairs.extend((state, time_key(now - horizon)))
+        if not pairs:
+            return 0
+        return self._chunked(limit, lambda chunk: int(self._run("prune", chunk, *pairs)))
+
+    def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
+        queues = list(queues)
+        if not queues:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for queue in queues:
+            pipe.smembers(self.keys.available_kinds(queue))
+        try:
+            members = pipe.execute()
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise StoreUnavailable(f"Redis did not answer SMEMBERS ({exc})") from exc
+        return {
+            queue: {_text(kind) for kind in kinds}
+            for queue, kinds in zip(queues, members, strict=True)
+            if kinds
+        }
+
+    def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
+        # The expiry on the configured clock, stored in the value, decides who leads; PX (twice
+        # the ttl, so real time never ends a lease the clock still grants) only lets Redis drop
+        # the key of a leader that vanished.
+        px = max(1, int(ttl.total_seconds() * 2000))
+        return self._run("lead", instance, time_key(now), time_key(now + ttl), px) == 1
+
+    def resign(self, *, instance: str) -> None:
+        self._run("resign", instance)
+
+    # -- cron ------------------------------------------------------------------------------
+    def cron_states(self, names: Collection[str]) -> dict[str, CronState]:
+        names = list(names)
+        if not names:
+            return {}
+        values = self._read("hmget", self.keys.cron(), names)
+        states = {}
+        for name, value in zip(names, values, strict=True):
+            if value is None:
+                continue
+            tick, _, last_id = _text(value).partition("|")
+            states[name] = CronState(
+                name=name,
+                last_tick_at=parse_time_key(tick),
+                last_job_id=int(last_id) if last_id else None,
+            )
+        return states
+
+    def cron_advance(self, *, name: str, tick: datetime, job: NewJob | None) -> Inserted | None:
+        job_args = ["0"] if job is None else ["1", *self._new_job_args(job)]
+        result = self._run("cron_advance", name, time_key(tick), *job_args)
+        if not result:  # nil: not later than the last tick; []: recorded without a job
+            return None
+        return Inserted(int(result[0]), result[1] == 1)
+
+    # -- admin -----------------------------------------------------------------------------
+    def get(self, job_id: int) -> JobRecord | None:
+        flat = self._read("hgetall", self.keys.job(job_id))
+        return _record({_text(k): v for k, v in flat.items()}) if flat else None
+
+    def list(self, filter: ListFilter) -> list[JobRecord]:
+        limit = max(0, min(filter.limit, LIST_LIMIT_MAX))
+        if limit == 0 or filter.queue == "" or filter.kind == "" or filter.after == 0:
+            return []  # no job has an empty queue or kind, nor an id below 1
+        records: list[JobRecord] = []
+        cursor = "" if filter.after is None else str(filter.after)
+        while len(records) < limit:
+            reply = self._run(
+                "list",
+                cursor,
+                limit - len(records),
+                LIST_SCAN_BUDGET,
+                filter.state or "",
+                filter.queue or "",
+                filter.kind or "",
+            )
+            records.extend(_record(_decode(encoded)) for encoded in reply[1:])
+            cursor = _text(reply[0])
+            if not cursor:
+                break
+        return records
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for field, value in self._read("hgetall", self.keys.counts()).items():
+            state, _, queue = _text(field).partition(":")
+            n = int(value)
+            if n > 0:
+                counts.setdefault(queue, {})[state] = n
+        return counts
+
+    def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        encoded = self._run("retry", job_id, time_key(now))
+        return _record(_decode(encoded)) if encoded else None
+
+    def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        encoded = self._run("cancel", job_id, time_key(now))
+        return _record(_decode(encoded)) if encoded else None
+
+    def delete(self, job_id: int) -> bool:
+        return self._run("delete", job_id) == 1
+
+    # -- wake-ups ---------------------------------------------------------------------------
+    def wake(self, queues: Collection[str]) -> None:
+        """Wake this process's waiters, then PUBLISH for other processes, except the queues
+        the insert just made in this thread already published. A failed PUBLISH is logged, not
+        raised: the jobs are already stored, and workers poll."""
+        self.wakeups.wake(queues)
+        published: set[str] = getattr(self._published, "queues", set())
+        self._published.queues = set()
+        if queues and not set(queues) - published:
+            return
+        try:
+            self.client.publish(self.channel, encode(self._sender, set(queues) - published))
+        except Exception as exc:  # the write succeeded; a lost wake-up only costs latency
+            logger.warning("could not publish a wake-up on %s: %s", self.channel, exc)
+
+    def subscribe(self, queues: Collection[str]) -> Subscription:
+        self.listener()
+        return self.wakeups.subscribe(queues)
+
+    def listener(self) -> Listener | None:
+        """The pub/sub listener thread, started on first use (once per store). After `close()`
+        none is started again: its subscriptions still get this process's wake-ups."""
+        with self._listener_lock:
+            if self._listener is None and not self._closed:
+                self._listener = Listener(self.client, self.channel, self.wakeups, self._sender)
+                self._listener.start()
+            return self._listener
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the listener. The command connections belong to django-redis's pool."""
+        with self._listener_lock:
+            self._closed = True
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
