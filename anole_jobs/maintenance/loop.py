@@ -47,13 +47,10 @@ class MaintenanceLoop:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop (it resigns leadership on its way out), waiting at most `timeout`."""
         self._stop.set()
-        self._thread.join(timeout=10)
-        try:
-            self.leadership.resign()
-        except Exception:  # noqa: BLE001 - leadership then lapses with its lease
-            logger.warning("could not resign leadership; it lapses with its lease")
+        self._thread.join(timeout=max(timeout, 0.0))
 
     def _due(self, name: str, interval: float) -> bool:
         now = monotonic()
@@ -105,6 +102,10 @@ class MaintenanceLoop:
                 close_broken_connections()
                 logger.exception("maintenance failed; retrying")
             self._stop.wait(self.tick)
+        try:
+            self.leadership.resign()
+        except Exception:  # noqa: BLE001 - leadership then lapses with its lease
+            logger.warning("could not resign leadership; it lapses with its lease")
         from django.db import connections
 
         for connection in connections.all(initialized_only=True):

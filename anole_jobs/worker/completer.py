@@ -53,7 +53,7 @@ class Completer:
             self._stopping = True
             self._deadline = deadline
             self._cond.notify_all()
-        self._thread.join(timeout=max(0.0, deadline - monotonic()) + 1.0)
+        self._thread.join(timeout=max(0.0, deadline - monotonic()))
 
     def _loop(self) -> None:
         failures = 0

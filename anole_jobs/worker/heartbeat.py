@@ -26,9 +26,9 @@ class Heartbeat:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=max(timeout, 0.0))
 
     def beat(self) -> int:
         """One heartbeat; returns how many runs were found lost."""

@@ -84,10 +84,12 @@ class QueueWorker:
                 item = self._inbox.get_nowait()
             except queue_module.Empty:
                 return taken
-            if isinstance(item, ClaimedJob):
+            if isinstance(item, Run):
                 with self._busy_lock:
                     self._busy -= 1
-                taken.append(item)
+                self.runs.remove(item)
+                if item.interrupt_by_runtime():
+                    taken.append(item.claimed)
 
     def release_slots(self) -> None:
         for _ in self._threads:
@@ -131,7 +133,10 @@ class QueueWorker:
                 for job in claimed:
                     with self._busy_lock:
                         self._busy += 1
-                    self._inbox.put(job)
+                    # Registered before a slot takes it, so a drain never misses it.
+                    run = Run(job, CancelScope())
+                    self.runs.add(run)
+                    self._inbox.put(run)
             if claimed and len(claimed) == free:
                 continue  # there may be more: claim again as soon as a slot frees
             self._subscription.wait(self.poll_interval)
@@ -152,30 +157,38 @@ class QueueWorker:
 
     # -- running ---------------------------------------------------------------------------
     def _slot(self) -> None:
-        from django.db import connections
+        from django.db import close_old_connections, connections
 
         while True:
             item = self._inbox.get()
             if item is _STOP:
                 break
-            assert isinstance(item, ClaimedJob)
-            scope = CancelScope()
-            run = Run(item, scope)
-            self.runs.add(run)
-            record = item.record
+            assert isinstance(item, Run)
+            run, scope = item, item.scope
+            if run.ended:
+                # The drain deadline already gave it back before any slot started it.
+                self.runs.remove(run)
+                with self._busy_lock:
+                    self._busy -= 1
+                continue
+            claimed = run.claimed
+            record = claimed.record
             self.service.bus.emit(
                 events.RUN_STARTED,
                 queue=record.queue,
                 kind=record.kind,
                 job_id=record.id,
-                attempt=item.run.attempt,
+                attempt=claimed.run.attempt,
             )
             try:
-                attempt = self.executor.run(item, scope)
+                # As around a request: drop connections that broke or outlived CONN_MAX_AGE.
+                close_old_connections()
+                attempt = self.executor.run(claimed, scope)
                 self.on_attempt(run, attempt)
             except Exception:  # noqa: BLE001 - a bug here must not kill the slot
                 logger.exception("job %s: the runtime failed around its handler", record.id)
             finally:
+                close_old_connections()
                 self.runs.remove(run)
                 with self._busy_lock:
                     self._busy -= 1

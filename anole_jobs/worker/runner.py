@@ -106,7 +106,10 @@ class Runtime:
     def describe(self) -> str:
         queues = ", ".join(f"{c.name} (concurrency {c.concurrency})" for c in self.queue_configs)
         store = self.service.store
-        return f"store {store.name}, queues {queues}, instance {self.instance}"
+        return (
+            f"store {store.name}, queues {queues}, instance {self.instance}, "
+            "leader: not yet (elected by the store; logged when it changes)"
+        )
 
     def stop(self, *, drain: bool = True) -> None:
         """Drain and stop; returns within max(drain_timeout) + 3 s (R27, R28)."""
@@ -114,10 +117,18 @@ class Runtime:
             if not self.started or self.stopped.is_set():
                 return
         began = monotonic()
+        latest = max((c.drain_timeout.total_seconds() for c in self.queue_configs), default=0.0)
+        # Every wait below takes only what is left of the bound (R28): a hung store call
+        # cannot keep the process past max(drain_timeout) + 3 s.
+        deadline = began + (latest if drain else 0.0) + WRITE_GRACE
+
+        def left() -> float:
+            return max(0.0, deadline - monotonic())
+
         for worker in self.workers:
             worker.stop_claiming()
         for worker in self.workers:
-            worker.join_dispatcher(timeout=5)
+            worker.join_dispatcher(timeout=min(5.0, left()))
         # Each queue waits its own drain_timeout, in parallel.
         drainers = [
             threading.Thread(
@@ -131,13 +142,11 @@ class Runtime:
         for thread in drainers:
             thread.start()
         for thread in drainers:
-            thread.join()
-        latest = max((c.drain_timeout.total_seconds() for c in self.queue_configs), default=0.0)
-        deadline = began + (latest if drain else 0.0) + WRITE_GRACE
+            thread.join(timeout=left())
         self.completer.stop(deadline=deadline)
-        self.heartbeat.stop()
-        self.maintenance.stop()
-        self.timeouts.stop()
+        self.heartbeat.stop(timeout=min(5.0, left()))
+        self.maintenance.stop(timeout=min(10.0, left()))
+        self.timeouts.stop(timeout=min(5.0, left()))
         for worker in self.workers:
             worker.release_slots()
         self.stopped.set()
@@ -171,8 +180,7 @@ class Runtime:
             written = [False] * len(finishes)
         for run, saved in zip(interrupted, written, strict=True):
             outcome: Outcome = "interrupted" if saved else "lost"
-            logger.info("job %s interrupted by shutdown; back to available", run.claimed.record.id)
-            self._emit(run.claimed, outcome, 0.0, saved=True)
+            self._emit(run.claimed, outcome, monotonic() - run.started_at, saved=saved)
         if interrupted:
             self.service.store.wake([config.name])
 

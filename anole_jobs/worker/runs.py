@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
+from anole_jobs.clock import monotonic
 from anole_jobs.stores.base import ClaimedJob, RunRef
 from anole_jobs.worker.cancel import CancelScope
 
@@ -20,6 +21,12 @@ class Run:
         self.scope = scope
         self._lock = threading.Lock()
         self._ended_by: str | None = None
+        self.started_at = monotonic()
+
+    @property
+    def ended(self) -> bool:
+        with self._lock:
+            return self._ended_by is not None
 
     @property
     def ref(self) -> RunRef:

@@ -28,12 +28,12 @@ class TimeoutWatcher:
         self._thread = threading.Thread(target=self._loop, name="anole-timeouts", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=max(timeout, 0.0))
 
     def watch(self, scope: CancelScope, seconds: float) -> Callable[[], None]:
         """Cancel `scope` with reason "timeout" after `seconds`; returns a function to stop."""

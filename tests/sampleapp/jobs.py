@@ -116,3 +116,6 @@ class Orphan:
     """A kind with no handler in this process (R8)."""
 
     n: int = 0
+
+
+from tests.sampleapp import e2e_jobs  # noqa: E402,F401

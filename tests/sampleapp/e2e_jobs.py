@@ -1,0 +1,226 @@
+"""Kinds for the runtime and end-to-end tests (imported at the end of `tests.sampleapp.jobs`).
+
+Handlers that run in a `runjobs` subprocess report what they do by touching marker files in a
+directory the test names (`marker`): ``<marker>/<job id>.<attempt>.started`` when the handler
+begins and ``.finished`` when it returns, so a test can wait for "the handler is running"
+without reading the process's memory. An empty `marker` writes nothing.
+
+The waits inside these handlers are the behaviour under test (a handler that sleeps through
+`job.sleep`, one that never reaches a wait); they are not the tests waiting for something.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import connection
+
+from anole_jobs import Canceled, Job, jobs, kind
+
+
+def touch(marker: str, job: Job, what: str) -> None:
+    if marker:
+        Path(marker, f"{job.id}.{job.attempt}.{what}").touch()
+
+
+@kind("e2e.noop", attempts=3)
+@dataclass
+class Noop:
+    marker: str = ""
+
+
+@jobs.handler(Noop)
+def noop(job: Job, args: Noop) -> None:
+    touch(args.marker, job, "started")
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.block", attempts=5)
+@dataclass
+class Block:
+    """Waits `seconds` in `job.sleep` on attempts up to `blocking_attempts`, then returns."""
+
+    seconds: float = 60.0
+    blocking_attempts: int = 1
+    marker: str = ""
+
+
+@jobs.handler(Block)
+def block(job: Job, args: Block) -> None:
+    touch(args.marker, job, "started")
+    if job.attempt <= args.blocking_attempts:
+        job.sleep(args.seconds)
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.busy", attempts=5)
+@dataclass
+class Busy:
+    """A sync handler that never reaches a wait the runtime can cancel (`time.sleep`)."""
+
+    seconds: float = 60.0
+    marker: str = ""
+
+
+@jobs.handler(Busy)
+def busy(job: Job, args: Busy) -> None:
+    touch(args.marker, job, "started")
+    time.sleep(args.seconds)
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.suicide", attempts=3)
+@dataclass
+class Suicide:
+    """Kills its own worker process on every attempt (kill -9: no drain, no write)."""
+
+    marker: str = ""
+
+
+@jobs.handler(Suicide)
+def suicide(job: Job, args: Suicide) -> None:
+    touch(args.marker, job, "started")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@kind("e2e.timeout", attempts=1, timeout=1)
+@dataclass
+class SleepPastTimeout:
+    """Times out (1 s) inside `job.sleep`."""
+
+    seconds: float = 30.0
+    marker: str = ""
+
+
+@jobs.handler(SleepPastTimeout)
+def sleep_past_timeout(job: Job, args: SleepPastTimeout) -> None:
+    touch(args.marker, job, "started")
+    job.sleep(args.seconds)
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.async_timeout", attempts=1, timeout=1)
+@dataclass
+class AsyncSleepPastTimeout:
+    """An async handler that times out (1 s) while it awaits `asyncio.sleep`."""
+
+    seconds: float = 30.0
+    marker: str = ""
+
+
+@jobs.handler(AsyncSleepPastTimeout)
+async def async_sleep_past_timeout(job: Job, args: AsyncSleepPastTimeout) -> None:
+    touch(args.marker, job, "started")
+    await asyncio.sleep(args.seconds)
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.async_except_exception", attempts=1, timeout=1)
+@dataclass
+class AsyncExceptException:
+    """An async handler whose `except Exception` must not swallow its cancellation."""
+
+    seconds: float = 30.0
+    marker: str = ""
+
+
+@jobs.handler(AsyncExceptException)
+async def async_except_exception(job: Job, args: AsyncExceptException) -> None:
+    touch(args.marker, job, "started")
+    try:
+        await asyncio.sleep(args.seconds)
+    except Exception:  # noqa: BLE001 - the point: cancellation is not an Exception
+        touch(args.marker, job, "swallowed")
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.spin", attempts=1, timeout=1)
+@dataclass
+class SpinPastTimeout:
+    """Busy-loops calling only `job.check_cancelled()`; times out after 1 s."""
+
+    seconds: float = 30.0
+    marker: str = ""
+
+
+@jobs.handler(SpinPastTimeout)
+def spin_past_timeout(job: Job, args: SpinPastTimeout) -> None:
+    touch(args.marker, job, "started")
+    give_up = time.monotonic() + args.seconds
+    while time.monotonic() < give_up:
+        job.check_cancelled()
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.query_loop", attempts=1, timeout=1)
+@dataclass
+class QueryPastTimeout:
+    """Loops over Django database queries only; the timeout reaches it at the next query."""
+
+    seconds: float = 30.0
+    marker: str = ""
+
+
+@jobs.handler(QueryPastTimeout)
+def query_past_timeout(job: Job, args: QueryPastTimeout) -> None:
+    touch(args.marker, job, "started")
+    give_up = time.monotonic() + args.seconds
+    while time.monotonic() < give_up:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.query", attempts=1)
+@dataclass
+class Query:
+    """Makes one Django database query (on the handler's own connection) and returns."""
+
+    marker: str = ""
+
+
+@jobs.handler(Query)
+def query(job: Job, args: Query) -> None:
+    touch(args.marker, job, "started")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.swallow", attempts=2, timeout=1)
+@dataclass
+class SwallowCancel:
+    """Catches its `Canceled` (at the 1 s timeout) and returns: recorded completed (R18)."""
+
+    seconds: float = 30.0
+    marker: str = ""
+
+
+@jobs.handler(SwallowCancel)
+def swallow_cancel(job: Job, args: SwallowCancel) -> None:
+    touch(args.marker, job, "started")
+    try:
+        job.sleep(args.seconds)
+    except Canceled:
+        touch(args.marker, job, "swallowed")
+    touch(args.marker, job, "finished")
+
+
+KINDS = {
+    "noop": Noop,
+    "block": Block,
+    "busy": Busy,
+    "suicide": Suicide,
+    "timeout": SleepPastTimeout,
+    "async_timeout": AsyncSleepPastTimeout,
+    "async_except_exception": AsyncExceptException,
+    "spin": SpinPastTimeout,
+    "query_loop": QueryPastTimeout,
+    "query": Query,
+    "swallow": SwallowCancel,
+}

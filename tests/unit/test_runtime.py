@@ -1,0 +1,522 @@
+"""The runtime in this process (R17, R18, R21, R22, R27–R29), on the memory store with RUN="auto".
+
+`jobs.start()` runs real worker threads. Tests observe them through the event bus
+(`RUN_STARTED`/`RUN_FINISHED`) and through handlers that block on `threading.Event`s the test
+controls; every wait is a condition wait with a deadline, never a sleep. The clock is a
+`FakeClock` unless a test needs leases to pass in real time, so rescue never fires by accident.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from anole_jobs import Canceled, events, jobs
+from anole_jobs.clock import monotonic
+from anole_jobs.stores.base import Finish
+from anole_jobs.testing import FakeClock
+from tests.sampleapp import e2e_jobs
+from tests.sampleapp.jobs import HOOKS, Work
+
+WAIT = 10.0  # the longest any condition may take before the test fails
+
+
+class Log(logging.Handler):
+    """Events of the bus and `anole_jobs` log lines, in the order they happened."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.cond = threading.Condition()
+        self.items: list[Any] = []
+
+    def __call__(self, event: events.Event) -> None:  # an event-bus listener
+        with self.cond:
+            self.items.append(event)
+            self.cond.notify_all()
+
+    def emit(self, record: logging.LogRecord) -> None:  # a logging handler
+        with self.cond:
+            self.items.append(record)
+            self.cond.notify_all()
+
+    def events(self, name: str, **match: Any) -> list[events.Event]:
+        with self.cond:
+            return [
+                item
+                for item in self.items
+                if isinstance(item, events.Event)
+                and item.name == name
+                and all(item.fields.get(k) == v for k, v in match.items())
+            ]
+
+    def finished(self, **match: Any) -> list[events.Event]:
+        return self.events(events.RUN_FINISHED, **match)
+
+    def wait_for(self, predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
+        with self.cond:
+            result = self.cond.wait_for(predicate, timeout)
+        assert result, f"timed out after {timeout} s waiting for {what}; saw {self.items!r}"
+        return result
+
+    def wait_finished(self, count: int = 1, timeout: float = WAIT, **match: Any) -> list[Any]:
+        self.wait_for(
+            lambda: len(self.finished(**match)) >= count, f"{count} RUN_FINISHED {match}", timeout
+        )
+        return self.finished(**match)
+
+
+@dataclass
+class Runtime:
+    """What a test gets: the facade, its settings, the clock and the log."""
+
+    settings: Any
+    clock: FakeClock
+    log: Log
+    gates: list[threading.Event] = field(default_factory=list)
+
+    def configure(self, **extra: Any) -> None:
+        self.settings.ANOLE_JOBS = {
+            "STORE": "memory",
+            "RUN": "auto",
+            "CLOCK": self.clock,
+            "QUEUES": {"default": {"concurrency": 3, "drain_timeout": 1}},
+            **extra,
+        }
+
+    def gate(self) -> threading.Event:
+        """An event a handler waits on; set at teardown so no handler outlives its test."""
+        event = threading.Event()
+        self.gates.append(event)
+        return event
+
+    def hook(self, func: Callable[[Any, Any], None]) -> str:
+        """Register `func(job, args)` as the behaviour of `Work(action=<name>)`."""
+        name = f"hook{len(HOOKS)}"
+        HOOKS[name] = func
+        return name
+
+    @property
+    def store(self) -> Any:
+        return jobs.service.store
+
+
+@pytest.fixture
+def rt(settings: Any, recorder: Any) -> Iterator[Runtime]:
+    log = Log()
+    unsubscribe = events.bus.subscribe(log)
+    package_logger = logging.getLogger("anole_jobs")
+    level = package_logger.level
+    package_logger.addHandler(log)
+    package_logger.setLevel(logging.DEBUG)
+    runtime = Runtime(settings=settings, clock=FakeClock(), log=log)
+    runtime.configure()
+    try:
+        yield runtime
+    finally:
+        for gate in runtime.gates:
+            gate.set()
+        jobs.stop(drain=False)
+        unsubscribe()
+        package_logger.removeHandler(log)
+        package_logger.setLevel(level)
+
+
+def wait_event(event: threading.Event, what: str, timeout: float = WAIT) -> None:
+    assert event.wait(timeout), f"timed out after {timeout} s waiting for {what}"
+
+
+def handler_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("anole-default-")]
+
+
+# -- pools -----------------------------------------------------------------------------------
+def test_a_queue_runs_exactly_its_concurrency_at_once(rt: Runtime) -> None:
+    concurrency = 3
+    cond = threading.Condition()
+    running = {"now": 0, "peak": 0}
+    release = rt.gate()
+
+    def gated(job: Any, args: Any) -> None:
+        with cond:
+            running["now"] += 1
+            running["peak"] = max(running["peak"], running["now"])
+            cond.notify_all()
+        try:
+            release.wait(WAIT)
+        finally:
+            with cond:
+                running["now"] -= 1
+
+    action = rt.hook(gated)
+    ids = [e.id for e in jobs.enqueue_many([Work(action=action) for _ in range(2 * concurrency)])]
+    jobs.start()
+    with cond:
+        assert cond.wait_for(lambda: running["now"] == concurrency, WAIT)
+    # Every slot is busy: the others wait unclaimed (claims are sized to the free slots).
+    assert jobs.counts()["default"] == {"running": concurrency, "available": concurrency}
+    release.set()
+    finished = rt.log.wait_finished(2 * concurrency)
+    assert {e["job_id"] for e in finished} == set(ids)
+    assert {e["outcome"] for e in finished} == {"completed"}
+    assert running["peak"] == concurrency
+    assert jobs.counts()["default"] == {"completed": 2 * concurrency}
+
+
+def test_claims_in_batches_sized_to_the_free_slots(rt: Runtime) -> None:
+    calls: list[tuple[int, int]] = []
+    store = rt.store
+    claim = store.claim
+
+    def spy(queue: str, **kwargs: Any) -> Any:
+        claimed = claim(queue, **kwargs)
+        calls.append((kwargs["limit"], len(claimed)))
+        return claimed
+
+    store.claim = spy
+    jobs.enqueue_many([Work() for _ in range(3)])
+    jobs.start()
+    rt.log.wait_finished(3)
+    # One round trip took the three jobs (concurrency 3), not one call per job.
+    assert calls[0] == (3, 3)
+
+
+def test_a_job_enqueued_while_idle_is_woken_at_once_not_polled(rt: Runtime) -> None:
+    runtime = jobs.start()
+    for worker in runtime.workers:
+        worker.poll_interval = 3600.0  # only a wake-up can start the next job in time
+    first = jobs.enqueue(Work(tag="first")).id
+    rt.log.wait_finished(job_id=first)
+    second = jobs.enqueue(Work(tag="second")).id
+    rt.log.wait_finished(job_id=second, outcome="completed")
+
+
+def test_start_is_idempotent_and_stop_is_a_no_op_when_stopped(rt: Runtime) -> None:
+    first = jobs.start()
+    assert jobs.start() is first
+    dispatchers = [t for t in handler_threads() if t.name.endswith("dispatch")]
+    assert len(dispatchers) == 1
+    assert len(handler_threads()) == 3 + 1  # concurrency 3, one dispatcher
+    jobs.stop()
+    jobs.stop()
+    assert first.stopped.is_set()
+    # A later start begins a new runtime that runs jobs.
+    again = jobs.start()
+    assert again is not first
+    job_id = jobs.enqueue(Work()).id
+    rt.log.wait_finished(job_id=job_id, outcome="completed")
+
+
+def test_start_logs_the_start_up_line_before_any_job_runs(rt: Runtime) -> None:
+    job_id = jobs.enqueue(Work()).id
+    jobs.start()
+    rt.log.wait_finished(job_id=job_id)
+    with rt.log.cond:
+        items = list(rt.log.items)
+    starting = [
+        i
+        for i, item in enumerate(items)
+        if isinstance(item, logging.LogRecord) and "workers starting" in item.getMessage()
+    ]
+    first_run = next(
+        i
+        for i, item in enumerate(items)
+        if isinstance(item, events.Event) and item.name == events.RUN_STARTED
+    )
+    assert starting and starting[0] < first_run
+    line = items[starting[0]].getMessage()
+    assert "store memory" in line and "default (concurrency 3)" in line
+
+
+def test_start_is_refused_under_lambda_and_manual(rt: Runtime) -> None:
+    rt.configure(DEPLOYMENT="lambda")
+    with pytest.raises(ImproperlyConfigured, match="lambda"):
+        jobs.start()
+    rt.configure(RUN="manual")
+    with pytest.raises(ImproperlyConfigured, match="manual"):
+        jobs.start()
+
+
+# -- fencing: a stale worker cannot write (R22) ------------------------------------------------
+@pytest.mark.parametrize("how", ["retry", "cancel", "rescue"])
+@pytest.mark.parametrize("then", ["complete", "fail", "snooze"])
+def test_a_stale_worker_cannot_complete_fail_or_snooze_its_job(
+    rt: Runtime, how: str, then: str
+) -> None:
+    started = threading.Event()
+    proceed = rt.gate()
+
+    def stale(job: Any, args: Any) -> None:
+        if job.attempt > 1:
+            return  # the fresh run, after the stale one lost the job
+        started.set()
+        proceed.wait(WAIT)  # ignores cancellation: it will try to write after losing the job
+        if then == "fail":
+            raise ValueError("a stale failure")
+        if then == "snooze":
+            job.snooze(60)
+
+    job_id = jobs.enqueue(Work(action=rt.hook(stale))).id
+    runtime = jobs.start()
+    wait_event(started, "the handler to start")
+    if how == "retry":
+        assert jobs.retry(job_id).state == "available"
+    elif how == "cancel":
+        assert jobs.cancel(job_id).state == "cancelled"
+    else:
+        rt.clock.advance(rt.settings.ANOLE_JOBS.get("LEASE", 30) + 1)
+        rescued = runtime.maintenance.rescuer.run_once(rt.clock())
+        assert [(r.id, r.state) for r in rescued] == [(job_id, "available")]
+        rt.store.wake(["default"])
+    if how != "cancel":
+        # The job is available again: this runtime runs it afresh (attempt 2) and completes it.
+        rt.log.wait_finished(job_id=job_id, attempt=2, outcome="completed")
+    proceed.set()
+    (lost,) = rt.log.wait_finished(job_id=job_id, attempt=1)
+    assert lost["outcome"] == "lost"
+    record = jobs.get(job_id)
+    if how == "cancel":
+        assert (record.state, record.attempt, record.errors) == ("cancelled", 1, ())
+    else:
+        assert (record.state, record.attempt) == ("completed", 2)
+        # Only the rescue's own LeaseExpired entry; nothing from the stale run.
+        assert [e["type"] for e in record.errors] == (["LeaseExpired"] if how == "rescue" else [])
+
+
+# -- heartbeats and leases (R21) ---------------------------------------------------------------
+def _wait_in_sleep(rt: Runtime, seen: list[str], started: threading.Event) -> str:
+    def sleeper(job: Any, args: Any) -> None:
+        started.set()
+        try:
+            job.sleep(60)
+        except Canceled as exc:
+            seen.append(exc.reason)
+            raise
+
+    return rt.hook(sleeper)
+
+
+def test_a_heartbeat_cancels_a_run_whose_job_was_cancelled(rt: Runtime) -> None:
+    seen: list[str] = []
+    started = threading.Event()
+    job_id = jobs.enqueue(Work(action=_wait_in_sleep(rt, seen, started))).id
+    runtime = jobs.start()  # LEASE 30 s: the heartbeat thread would not beat during this test
+    wait_event(started, "the handler to start")
+    jobs.cancel(job_id)
+    assert runtime.heartbeat.beat() == 1
+    (event,) = rt.log.wait_finished(job_id=job_id)
+    assert event["outcome"] == "lost"
+    assert seen == ["lost"]
+    assert jobs.get(job_id).state == "cancelled"
+
+
+def test_the_heartbeat_thread_finds_a_lost_lease_within_a_lease(rt: Runtime) -> None:
+    rt.configure(LEASE=1, CLOCK=None)
+    seen: list[str] = []
+    started = threading.Event()
+    job_id = jobs.enqueue(Work(action=_wait_in_sleep(rt, seen, started))).id
+    jobs.start()
+    wait_event(started, "the handler to start")
+    jobs.cancel(job_id)
+    rt.log.wait_finished(job_id=job_id, outcome="lost", timeout=3.0)  # beats every LEASE/3
+    assert seen == ["lost"]
+
+
+def test_heartbeats_keep_the_lease_of_a_run_longer_than_the_lease(rt: Runtime) -> None:
+    rt.configure(LEASE=1, CLOCK=None)
+    # The handler sleeps 2.5 leases; rescue looks every LEASE/2 and would take it if the
+    # heartbeats did not extend the lease.
+    job_id = jobs.enqueue(e2e_jobs.Block(seconds=2.5)).id
+    jobs.start()
+    (event,) = rt.log.wait_finished(job_id=job_id)
+    assert event["outcome"] == "completed"
+    record = jobs.get(job_id)
+    assert (record.state, record.attempt, record.errors) == ("completed", 1, ())
+    assert rt.log.events(events.RESCUED) == []
+
+
+# -- timeouts and cancellation (R17, R18) ------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(e2e_jobs.SleepPastTimeout(), id="job.sleep"),
+        pytest.param(e2e_jobs.SpinPastTimeout(), id="job.check_cancelled"),
+        pytest.param(e2e_jobs.AsyncSleepPastTimeout(), id="async-await"),
+        pytest.param(e2e_jobs.AsyncExceptException(), id="async-except-Exception"),
+        pytest.param(
+            e2e_jobs.QueryPastTimeout(),
+            id="django-query",
+            marks=pytest.mark.django_db(transaction=True),
+        ),
+    ],
+)
+def test_a_timeout_cancels_the_run_at_its_next_wait_and_records_Timeout(
+    rt: Runtime, args: Any, tmp_path: Path
+) -> None:
+    args.marker = str(tmp_path)
+    job_id = jobs.enqueue(args).id
+    began = monotonic()
+    jobs.start()
+    (event,) = rt.log.wait_finished(job_id=job_id)
+    assert event["outcome"] == "dead"  # attempts=1: the timeout was its last attempt
+    assert 0.9 <= event["seconds"] < 5.0  # timeout=1 s
+    assert monotonic() - began < WAIT
+    record = jobs.get(job_id)
+    assert record.state == "dead"
+    (error,) = record.errors
+    assert error["type"] == "Timeout" and error["attempt"] == 1
+    assert (tmp_path / f"{job_id}.1.started").exists()
+    assert not (tmp_path / f"{job_id}.1.finished").exists()
+
+
+def test_a_handler_that_swallows_Canceled_and_returns_is_completed(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    job_id = jobs.enqueue(e2e_jobs.SwallowCancel(marker=str(tmp_path))).id
+    jobs.start()
+    (event,) = rt.log.wait_finished(job_id=job_id)
+    assert event["outcome"] == "completed"
+    assert (tmp_path / f"{job_id}.1.swallowed").exists()
+    assert jobs.get(job_id).state == "completed"
+
+
+# -- drain (R27, R28) --------------------------------------------------------------------------
+def test_drain_cancels_a_waiting_handler_at_the_deadline_and_gives_the_attempt_back(
+    rt: Runtime,
+) -> None:
+    seen: list[str] = []
+    started = threading.Event()
+    job_id = jobs.enqueue(Work(action=_wait_in_sleep(rt, seen, started))).id
+    jobs.start()
+    wait_event(started, "the handler to start")
+    began = monotonic()
+    jobs.stop()
+    took = monotonic() - began
+    assert 0.9 <= took < 1.0 + 3.0  # drain_timeout 1 s, + the 3 s write allowance at most
+    record = jobs.get(job_id)
+    assert (record.state, record.attempt, record.errors) == ("available", 0, ())
+    assert [e["outcome"] for e in rt.log.finished(job_id=job_id)] == ["interrupted"]
+    rt.log.wait_for(lambda: seen == ["drain"], "the handler to see Canceled('drain')")
+
+
+def test_drain_puts_back_a_handler_that_ignores_cancellation_and_fences_it(
+    rt: Runtime,
+) -> None:
+    started = threading.Event()
+    release = rt.gate()
+
+    def stubborn(job: Any, args: Any) -> None:
+        started.set()
+        release.wait(WAIT)  # never reaches a wait the runtime can cancel
+
+    job_id = jobs.enqueue(Work(action=rt.hook(stubborn))).id
+    runtime = jobs.start()
+    wait_event(started, "the handler to start")
+    (run,) = runtime.runs.snapshot()
+    began = monotonic()
+    jobs.stop()
+    took = monotonic() - began
+    assert 0.9 <= took < 1.0 + 3.0
+    record = jobs.get(job_id)
+    assert (record.state, record.attempt) == ("available", 0)
+    assert [e["outcome"] for e in rt.log.finished(job_id=job_id)] == ["interrupted"]
+    # The drained run is stale: none of its writes may land (R22).
+    now = rt.clock()
+    for finish in (
+        Finish(run=run.ref, state="completed", at=now),
+        Finish(run=run.ref, state="retrying", at=now, scheduled_at=now),
+        Finish(run=run.ref, state="scheduled", at=now, scheduled_at=now, give_back_attempt=True),
+    ):
+        assert rt.store.finish([finish]) == [False]
+    # When the handler finally returns, the runtime writes nothing for it either.
+    release.set()
+    for thread in runtime.workers[0]._threads:
+        thread.join(WAIT)
+        assert not thread.is_alive()
+    assert jobs.get(job_id) == record
+    assert [e["outcome"] for e in rt.log.finished(job_id=job_id)] == ["interrupted"]
+
+
+def test_a_run_that_finishes_during_the_drain_keeps_its_outcome(rt: Runtime) -> None:
+    started = threading.Event()
+    proceed = rt.gate()
+
+    def finishing(job: Any, args: Any) -> None:
+        started.set()
+        proceed.wait(WAIT)
+
+    job_id = jobs.enqueue(Work(action=rt.hook(finishing))).id
+    runtime = jobs.start()
+    wait_event(started, "the handler to start")
+    draining = threading.Event()
+    worker = runtime.workers[0]
+    stop_claiming = worker.stop_claiming
+
+    def spy() -> None:
+        stop_claiming()
+        draining.set()
+
+    worker.stop_claiming = spy
+    stopper = threading.Thread(target=jobs.stop)
+    stopper.start()
+    wait_event(draining, "the drain to begin")
+    proceed.set()
+    stopper.join(WAIT)
+    assert not stopper.is_alive()
+    assert [e["outcome"] for e in rt.log.finished(job_id=job_id)] == ["completed"]
+    record = jobs.get(job_id)
+    assert (record.state, record.attempt) == ("completed", 1)
+
+
+def test_each_queue_drains_for_its_own_drain_timeout(rt: Runtime) -> None:
+    rt.configure(
+        QUEUES={
+            "default": {"concurrency": 1, "drain_timeout": 0.2},
+            "mail": {"concurrency": 1, "drain_timeout": 1.5},
+        }
+    )
+    cancelled_at: dict[str, float] = {}
+    started = {"default": threading.Event(), "mail": threading.Event()}
+
+    def sleeper(job: Any, args: Any) -> None:
+        started[job.queue].set()
+        try:
+            job.sleep(60)
+        except Canceled:
+            cancelled_at[job.queue] = monotonic()
+            raise
+
+    action = rt.hook(sleeper)
+    jobs.enqueue(Work(action=action))
+    jobs.enqueue(Work(action=action), queue="mail")
+    jobs.start()
+    for queue, event in started.items():
+        wait_event(event, f"the {queue} handler to start")
+    began = monotonic()
+    jobs.stop()
+    took = monotonic() - began
+    assert 1.4 <= took < 1.5 + 3.0
+    rt.log.wait_for(lambda: len(cancelled_at) == 2, "both handlers to be cancelled")
+    assert cancelled_at["default"] - began < 1.0
+    assert cancelled_at["mail"] - began >= 1.4
+    assert {e["outcome"] for e in rt.log.finished()} == {"interrupted"}
+    assert jobs.counts() == {"default": {"available": 1}, "mail": {"available": 1}}
+
+
+def test_stop_without_drain_puts_running_jobs_back_at_once(rt: Runtime) -> None:
+    rt.configure(QUEUES={"default": {"concurrency": 2, "drain_timeout": 30}})
+    seen: list[str] = []
+    started = threading.Event()
+    job_id = jobs.enqueue(Work(action=_wait_in_sleep(rt, seen, started))).id
+    jobs.start()
+    wait_event(started, "the handler to start")
+    began = monotonic()
+    jobs.stop(drain=False)
+    assert monotonic() - began < 3.0
+    assert jobs.get(job_id).state == "available"
