@@ -2,13 +2,19 @@
 
 The jobs: one welcome email per new sign-up (enqueued in the sign-up's own transaction), CRM
 webhooks whose endpoint fails a few times before answering (one never answers and ends
-``dead``), and a daily report scheduled two seconds ahead. Workers run in this process through
-``jobs.start()``, exactly as ``manage.py runjobs`` runs them.
+``dead``), and a daily report scheduled two seconds ahead. The jobs are worked by a real
+``manage.py runjobs`` process, stopped with SIGTERM at the end as a service manager would
+(``--in-process`` runs the same workers inside this process through ``jobs.start()``).
 """
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -41,6 +47,11 @@ class Command(BaseCommand):
             default=60.0,
             help="seconds to wait for every job to finish (default 60)",
         )
+        parser.add_argument(
+            "--in-process",
+            action="store_true",
+            help="run the workers in this process (jobs.start()) instead of a runjobs process",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", verbosity=0, interactive=False)
@@ -54,15 +65,18 @@ class Command(BaseCommand):
         job_ids = self.enqueue_jobs()
         self.stdout.write(f"enqueued {len(job_ids)} jobs; starting workers")
 
-        jobs.start()
-        try:
-            pending = self.wait_for(job_ids, timeout=options["timeout"])
-        finally:
-            jobs.stop()
+        if options["in_process"]:
+            jobs.start()
+            try:
+                pending = self.wait_for(job_ids, timeout=options["timeout"])
+            finally:
+                jobs.stop()
+        else:
+            pending = self.run_worker_process(job_ids, timeout=options["timeout"])
 
         self.print_table(job_ids)
         outbox = getattr(mail, "outbox", None)
-        if outbox is not None:
+        if options["in_process"] and outbox is not None:
             self.stdout.write(f"emails sent: {len(outbox)} (in-memory outbox)")
         if pending:
             ids = ", ".join(str(job_id) for job_id in sorted(pending))
@@ -97,7 +111,42 @@ class Command(BaseCommand):
         job_ids.append(report.id)
         return job_ids
 
-    def wait_for(self, job_ids: Sequence[int], *, timeout: float) -> set[int]:
+    def run_worker_process(self, job_ids: Sequence[int], *, timeout: float) -> set[int]:
+        """Start `manage.py runjobs`, wait for the jobs, then SIGTERM it and show its log."""
+        manage = os.path.join(settings.BASE_DIR, "manage.py")
+        with tempfile.TemporaryFile(mode="w+") as log:
+            worker = subprocess.Popen(
+                [sys.executable, manage, "runjobs", "--log-level", "INFO"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            self.stdout.write(f"started `manage.py runjobs` (pid {worker.pid})")
+            try:
+                pending = self.wait_for(job_ids, timeout=timeout, worker=worker)
+            finally:
+                worker.send_signal(signal.SIGTERM)
+                began = time.monotonic()
+                try:
+                    code = worker.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+                    code = worker.wait()
+                self.stdout.write(
+                    f"runjobs stopped on SIGTERM in {time.monotonic() - began:.1f} s "
+                    f"(exit status {code}); its log:"
+                )
+                log.seek(0)
+                for text in log.read().splitlines():
+                    self.stdout.write(f"  | {text}")
+        return pending
+
+    def wait_for(
+        self,
+        job_ids: Sequence[int],
+        *,
+        timeout: float,
+        worker: subprocess.Popen[bytes] | None = None,
+    ) -> set[int]:
         """Poll until every job is in a final state or `timeout` passes; return the others."""
         pause = threading.Event()
         deadline = time.monotonic() + timeout
@@ -109,6 +158,8 @@ class Command(BaseCommand):
                     pending.discard(job_id)
             if not pending or time.monotonic() >= deadline:
                 break
+            if worker is not None and worker.poll() is not None:
+                raise CommandError(f"runjobs exited early with status {worker.returncode}")
             pause.wait(0.2)
         return pending
 
