@@ -7,19 +7,17 @@ moves the fake clock; concurrent instances are real threads released by a barrie
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import connections
 
 from anole_jobs import Enqueued, Job, jobs, kind
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.events import CRON_ENQUEUED, ENQUEUED, Event
 from anole_jobs.maintenance.cron import CronRecord, CronScheduler
+from tests.concurrency import race
 
 KIND = "test.cron.report"
 JOB_PATH = "tests.contract.test_cron.Report"
@@ -52,32 +50,6 @@ def cron_jobs(env) -> list[Any]:
 
 def ticks_of(env) -> list[str]:
     return [record.meta["cron"]["tick"] for record in cron_jobs(env)]
-
-
-def race(threads: int, action: Callable[[int], Any]) -> list[Any]:
-    """Run `action(i)` in `threads` real threads released together by a barrier."""
-    barrier = threading.Barrier(threads)
-    results: list[Any] = [None] * threads
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait()
-            results[index] = action(index)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
-        finally:
-            for connection in connections.all(initialized_only=True):
-                connection.close()
-
-    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert not any(worker.is_alive() for worker in workers), "a thread did not finish"
-    assert errors == [], errors
-    return results
 
 
 # -- first sighting and ticks ----------------------------------------------------------------------

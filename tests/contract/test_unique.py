@@ -7,18 +7,15 @@ fake clock, and threads meet at a barrier — nothing sleeps.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from django.db import connections
 
 from anole_jobs import Enqueued, Job, Unique, jobs, kind
 from anole_jobs.events import ENQUEUED, Event
 from anole_jobs.stores.base import LIVE_STATES, Finish
+from tests.concurrency import race
 
 
 @kind("test.unique.job", attempts=2)
@@ -342,32 +339,6 @@ def test_duplicates_are_reported_as_enqueued_events_with_inserted_false(env):
 
 
 # -- real concurrency --------------------------------------------------------------------------
-
-
-def race(threads: int, action: Callable[[int], Any]) -> list[Any]:
-    """Run `action(i)` in `threads` real threads released together by a barrier."""
-    barrier = threading.Barrier(threads)
-    results: list[Any] = [None] * threads
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait()
-            results[index] = action(index)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
-        finally:
-            for connection in connections.all(initialized_only=True):
-                connection.close()
-
-    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert not any(worker.is_alive() for worker in workers), "a thread did not finish"
-    assert errors == [], errors
-    return results
 
 
 @pytest.mark.parametrize("before", ["nothing", "a finished job with that key"])
