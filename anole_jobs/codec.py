@@ -113,6 +113,10 @@ def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
             return None
         return float(value)
     if isinstance(value, str):
+        if "\x00" in value:
+            # PostgreSQL's jsonb cannot store U+0000; refuse it on every store alike.
+            errors.append(f"{path}: the string contains a NUL character (U+0000)")
+            return None
         return str(value)
     if isinstance(value, list | tuple):
         return [_to_json(item, f"{path}[{i}]", errors, rich) for i, item in enumerate(value)]
@@ -124,6 +128,9 @@ def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
                     f"{path}: dict key {_short(key)} of type {type(key).__name__} is not a str "
                     "(JSON object keys are strings)"
                 )
+                continue
+            if "\x00" in key:
+                errors.append(f"{path}: dict key {key!r} contains a NUL character (U+0000)")
                 continue
             out[str(key)] = _to_json(item, f"{path}[{key!r}]", errors, rich)
         return out

@@ -43,7 +43,8 @@ class ConfigurationError(ImproperlyConfigured):
 
 
 class StoreUnavailable(AnoleJobsError):
-    """The store could not be reached (a broken connection); nothing was written."""
+    """The store could not be reached (a broken connection). The write may or may not have
+    happened (a reply can be lost after the command ran); fenced writes make a retry safe."""
 
 
 class Canceled(BaseException):  # noqa: N818 - the public name is fixed by the SPEC

@@ -546,11 +546,16 @@ class Outer:
     note: Optional[str] = None  # noqa: UP045
 
 
+def text(**options):
+    """Text without U+0000, which no store accepts (PostgreSQL's jsonb cannot hold it)."""
+    return st.text(alphabet=st.characters(exclude_characters="\x00"), **options)
+
+
 finite = st.floats(allow_nan=False, allow_infinity=False)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | finite | st.text(),
+    st.none() | st.booleans() | st.integers() | finite | text(),
     lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+        st.lists(children, max_size=4) | st.dictionaries(text(max_size=5), children, max_size=4)
     ),
     max_leaves=15,
 )
@@ -558,7 +563,7 @@ offsets = st.integers(min_value=-23 * 60 - 59, max_value=23 * 60 + 59).map(
     lambda minutes: timezone(timedelta(minutes=minutes))
 )
 aware = st.datetimes(timezones=st.just(UTC) | offsets)
-inners = st.builds(Inner, label=st.text(), when=st.none() | aware)
+inners = st.builds(Inner, label=text(), when=st.none() | aware)
 outers = st.builds(
     Outer,
     count=st.integers(),
@@ -570,11 +575,11 @@ outers = st.builds(
     inner=inners,
     inners=st.lists(inners, max_size=3),
     maybe_inner=st.none() | inners,
-    tags=st.lists(st.text(), max_size=3).map(tuple),
-    scores=st.dictionaries(st.text(), finite, max_size=3),
+    tags=st.lists(text(), max_size=3).map(tuple),
+    scores=st.dictionaries(text(), finite, max_size=3),
     pair=st.tuples(st.booleans(), st.none() | st.integers()),
     extra=json_values,
-    note=st.none() | st.text(),
+    note=st.none() | text(),
 )
 
 
@@ -585,8 +590,8 @@ def test_property_round_trip_through_json_text(value: Outer) -> None:
 
 
 nodes = st.recursive(
-    st.builds(Node, st.text()),
-    lambda kids: st.builds(Node, st.text(), st.lists(kids, max_size=3)),
+    st.builds(Node, text()),
+    lambda kids: st.builds(Node, text(), st.lists(kids, max_size=3)),
     max_leaves=10,
 )
 
@@ -606,7 +611,7 @@ def deep_shuffle(value: Any, rnd: Any) -> Any:
     return value
 
 
-@given(st.dictionaries(st.text(max_size=5), json_values, max_size=6), st.randoms())
+@given(st.dictionaries(text(max_size=5), json_values, max_size=6), st.randoms())
 def test_property_canonical_json_ignores_key_order(value: dict[str, Any], rnd: Any) -> None:
     shuffled = deep_shuffle(value, rnd)
     assert shuffled == value
@@ -614,6 +619,16 @@ def test_property_canonical_json_ignores_key_order(value: dict[str, Any], rnd: A
     assert json.loads(canonical_json(value)) == value
 
 
-@given(st.dictionaries(st.text(max_size=5), json_values, max_size=6))
+@given(st.dictionaries(text(max_size=5), json_values, max_size=6))
 def test_property_ensure_json_object_keeps_json(value: dict[str, Any]) -> None:
     assert ensure_json_object(value) == value
+
+
+def test_nul_characters_are_refused_everywhere():
+    # PostgreSQL's jsonb cannot store U+0000; every store refuses it alike, naming the path.
+    from anole_jobs.codec import ensure_json_object
+
+    with pytest.raises(InvalidJob, match="NUL"):
+        ensure_json_object({"note": "a\x00b"})
+    with pytest.raises(InvalidJob, match=r"\['k\\x00'\].*NUL|NUL"):
+        ensure_json_object({"k\x00": 1})
