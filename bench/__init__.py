@@ -1,0 +1,1 @@
+"""Benchmarks for anole_jobs: `python bench/run.py` (see bench/README.md)."""
