@@ -24,6 +24,7 @@ from anole_jobs.worker.runs import Run, RunRegistry
 logger = logging.getLogger("anole_jobs.worker")
 
 _STOP = object()
+CLAIM_AHEAD = 1  # batches of `concurrency` claimed beyond the free slots
 
 
 class QueueWorker:
@@ -97,8 +98,12 @@ class QueueWorker:
 
     # -- dispatching -----------------------------------------------------------------------
     def free_slots(self) -> int:
+        """How many more jobs to claim: the slots, plus one batch claimed ahead so a slot that
+        frees finds its next job waiting instead of a claim round trip (River prefetches too;
+        the cost: `attempted_at` is the claim time, and a newer higher-priority job can wait
+        behind at most one batch)."""
         with self._busy_lock:
-            return self.config.concurrency - self._busy
+            return self.config.concurrency * (1 + CLAIM_AHEAD) - self._busy
 
     def _dispatch(self) -> None:
         store = self.service.store

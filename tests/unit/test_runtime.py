@@ -155,18 +155,19 @@ def test_a_queue_runs_exactly_its_concurrency_at_once(rt: Runtime) -> None:
                 running["now"] -= 1
 
     action = rt.hook(gated)
-    ids = [e.id for e in jobs.enqueue_many([Work(action=action) for _ in range(2 * concurrency)])]
+    total = 3 * concurrency
+    ids = [e.id for e in jobs.enqueue_many([Work(action=action) for _ in range(total)])]
     jobs.start()
     with cond:
         assert cond.wait_for(lambda: running["now"] == concurrency, WAIT)
-    # Every slot is busy: the others wait unclaimed (claims are sized to the free slots).
-    assert jobs.counts()["default"] == {"running": concurrency, "available": concurrency}
+    # Every slot is busy; one more batch is claimed ahead, the rest wait unclaimed.
+    assert jobs.counts()["default"] == {"running": 2 * concurrency, "available": concurrency}
     release.set()
-    finished = rt.log.wait_finished(2 * concurrency)
+    finished = rt.log.wait_finished(total)
     assert {e["job_id"] for e in finished} == set(ids)
     assert {e["outcome"] for e in finished} == {"completed"}
     assert running["peak"] == concurrency
-    assert jobs.counts()["default"] == {"completed": 2 * concurrency}
+    assert jobs.counts()["default"] == {"completed": total}
 
 
 def test_claims_in_batches_sized_to_the_free_slots(rt: Runtime) -> None:
@@ -183,8 +184,9 @@ def test_claims_in_batches_sized_to_the_free_slots(rt: Runtime) -> None:
     jobs.enqueue_many([Work() for _ in range(3)])
     jobs.start()
     rt.log.wait_finished(3)
-    # One round trip took the three jobs (concurrency 3), not one call per job.
-    assert calls[0] == (3, 3)
+    # One round trip took the three jobs (concurrency 3, plus one batch claimed ahead), not
+    # one call per job.
+    assert calls[0] == (6, 3)
 
 
 def test_a_job_enqueued_while_idle_is_woken_at_once_not_polled(rt: Runtime) -> None:

@@ -198,7 +198,9 @@ class SqliteStore(SQLStore):
             " THEN NULL ELSE unique_lock END"
             f" FROM (SELECT {row} FROM json_each(%s)) AS f"
             " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
-            " AND state = 'running' RETURNING id",
+            # `+state`: keep SQLite on the primary key per batch row; through the state index
+            # it would scan every running job and rescan the batch for each (quadratic).
+            " AND +state = 'running' RETURNING id",
             [batch],
         )
         return {row_id for (row_id,) in cursor.fetchall()}
@@ -211,7 +213,7 @@ class SqliteStore(SQLStore):
             f"UPDATE {self.job_table} SET lease_until = %s"
             f" FROM (SELECT {_fields(('f_id', 'f_attempt', 'f_token'))} FROM json_each(%s)) AS f"
             " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
-            " AND state = 'running' RETURNING id, attempt, claim_token",
+            " AND +state = 'running' RETURNING id, attempt, claim_token",  # see finish_rows
             [self.encode_time(lease_until), batch],
         )
         return cursor.fetchall()
