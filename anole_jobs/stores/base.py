@@ -233,6 +233,12 @@ class Store(ABC):
         """Apply each fenced `Finish`, in as few round trips as the store allows; returns, per
         result, whether it was written (False: the run was no longer the job's current one)."""
 
+    def relax_claim_durability(self) -> None:  # noqa: B027 - optional hook
+        """Hook: the calling thread will use this store only to claim jobs (and give them
+        back). A store may trade the durability of those writes for speed: a claim lost in a
+        server crash only leaves its job available, and the claimant's later writes then fail
+        their fence (R22), so at-least-once holds. Enqueues and outcomes stay durable."""
+
     # -- maintenance -----------------------------------------------------------------------
     @abstractmethod
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:

@@ -107,6 +107,8 @@ class QueueWorker:
 
     def _dispatch(self) -> None:
         store = self.service.store
+        # This thread's connection only claims (and gives back): R22 makes a lost claim safe.
+        store.relax_claim_durability()
         failures = 0
         while self._claiming.is_set():
             free = self.free_slots()

@@ -63,9 +63,10 @@ class Stepper:
                 lease_until=now + service.settings.lease,
                 worker=self._leadership().instance,
             )
-            for job in claimed:
-                attempt = self.executor.run(job)
-                runs.append(self._record(attempt))
+            # One fenced write for the whole batch, as the runtime's completer does: a step's
+            # later jobs see earlier outcomes only once the step returns.
+            attempts = [self.executor.run(job) for job in claimed]
+            runs.extend(self._record_all(attempts))
         return StepReport(
             runs=runs,
             staged=staged,
@@ -75,13 +76,14 @@ class Stepper:
             leader=leader,
         )
 
-    def _record(self, attempt: Attempt) -> RunRecord:
-        outcome = attempt.outcome
-        saved = True
-        if attempt.finish is not None:
-            (saved,) = self.service.store.finish([attempt.finish])
-            if not saved:
-                outcome = "lost"
+    def _record_all(self, attempts: list[Attempt]) -> list[RunRecord]:
+        to_write = [attempt for attempt in attempts if attempt.finish is not None]
+        written = self.service.store.finish([a.finish for a in to_write]) if to_write else []  # type: ignore[misc]
+        saved_by_run = {a.claimed.run: ok for a, ok in zip(to_write, written, strict=True)}
+        return [self._record(a, saved_by_run.get(a.claimed.run, True)) for a in attempts]
+
+    def _record(self, attempt: Attempt, saved: bool) -> RunRecord:
+        outcome = "lost" if not saved else attempt.outcome
         record = attempt.claimed.record
         self.service.bus.emit(
             events.RUN_FINISHED,

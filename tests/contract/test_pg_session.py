@@ -72,3 +72,28 @@ def test_an_enqueue_notifies_only_when_its_transaction_commits(settings):
     finally:
         listening.close()
         jobs.reset()
+
+
+def test_only_a_claim_thread_that_asked_relaxes_its_commits():
+    from datetime import UTC, datetime, timedelta
+
+    store, _ = two_stores()
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+
+    def setting():
+        with connections["pg"].cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    claim = {"queue": "default", "kinds": None, "limit": 1, "now": now, "worker": "w"}
+    store.claim(**claim, lease_until=now + timedelta(seconds=30))
+    assert setting() == "on"  # enqueues and outcomes on this connection stay durable
+    store.relax_claim_durability()
+    store.claim(**claim, lease_until=now + timedelta(seconds=30))
+    assert setting() == "off"
+    # After a reconnect (Django drops a broken connection) the setting is applied again.
+    connections["pg"].close()
+    store.claim(**claim, lease_until=now + timedelta(seconds=30))
+    assert setting() == "off"
+    connections["pg"].close()
+    store._local.relaxed_claims = False

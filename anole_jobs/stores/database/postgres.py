@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
@@ -51,6 +51,19 @@ class PostgresStore(SQLStore):
         self.leadership = AdvisoryLeadership(alias, self.prefix)
         self._listener: Listener | None = None
         self._listener_lock = threading.Lock()
+
+    # -- claims: no wait for the WAL flush on a claim-only connection ----------------------
+    def relax_claim_durability(self) -> None:
+        self._local.relaxed_claims = True
+
+    def _relax_if_asked(self, cursor: CursorWrapper) -> None:
+        # Per raw connection: Django may reconnect the thread's connection after an error.
+        if not getattr(self._local, "relaxed_claims", False):
+            return
+        raw = connections[self.alias].connection
+        if getattr(self._local, "relaxed_on", None) is not raw:
+            cursor.execute("SET synchronous_commit TO off")
+            self._local.relaxed_on = raw
 
     # -- leadership: an advisory lock on a dedicated session (R23) --------------------------
     def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
@@ -160,6 +173,7 @@ class PostgresStore(SQLStore):
         if kinds is not None:
             kind_filter = " AND kind = ANY(%s::text[])"
             kind_params = [list(kinds)]
+        self._relax_if_asked(cursor)
         # A MATERIALIZED CTE picks the rows once: as a subquery on the inner side of a
         # nested loop it could be rescanned, and each rescan would lock `limit` more rows.
         # The rows it locked are re-checked by the lock and held until commit, so the UPDATE
