@@ -95,10 +95,23 @@ class MemoryStore(Store):
         self._rows: dict[int, _Row] = {}
         self._ids = itertools.count(1)
         self._unique: dict[str, int] = {}  # unique key -> id of the row holding it
+        # queue -> ids of its available rows: claims must not walk every finished job.
+        self._available: dict[str, set[int]] = {}
         self._leader: tuple[str, datetime] | None = None
         self._cron: dict[str, CronState] = {}
 
     # -- helpers ---------------------------------------------------------------------------
+    def _set_state(self, row: _Row, state: State) -> None:
+        """Every state change goes through here, to keep the available index right."""
+        if row.state == "available":
+            self._available.get(row.queue, set()).discard(row.id)
+        row.state = state
+        if state == "available":
+            self._available.setdefault(row.queue, set()).add(row.id)
+
+    def _forget(self, row: _Row) -> None:
+        self._available.get(row.queue, set()).discard(row.id)
+
     def _holder(self, key: str) -> _Row | None:
         row_id = self._unique.get(key)
         row = self._rows.get(row_id) if row_id is not None else None
@@ -134,6 +147,8 @@ class MemoryStore(Store):
             unique_scope=job.unique_scope,
         )
         self._rows[row.id] = row
+        if row.state == "available":
+            self._available.setdefault(row.queue, set()).add(row.id)
         if row.unique_key is not None:
             self._unique[row.unique_key] = row.id
         return Inserted(row.id, True)
@@ -157,15 +172,13 @@ class MemoryStore(Store):
         with self._lock:
             due = [
                 row
-                for row in self._rows.values()
-                if row.state == "available"
-                and row.queue == queue
-                and (kinds is None or row.kind in kinds)
+                for row in (self._rows[i] for i in self._available.get(queue, ()))
+                if kinds is None or row.kind in kinds
             ]
             due.sort(key=lambda r: (-r.priority, r.scheduled_at, r.id))
             claimed = []
             for row in due[: max(limit, 0)]:
-                row.state = "running"
+                self._set_state(row, "running")
                 row.attempt += 1
                 row.token += 1
                 row.attempted_at = now
@@ -198,7 +211,7 @@ class MemoryStore(Store):
         row = self._rows.get(result.run.id)
         if row is None or not row.fenced(result.run):
             return False
-        row.state = result.state
+        self._set_state(row, result.state)
         row.lease_until = None
         if result.error is not None:
             row.errors.append(result.error.as_json())
@@ -221,7 +234,7 @@ class MemoryStore(Store):
             ]
             due.sort(key=lambda r: (r.scheduled_at, r.id))
             for row in due[:limit]:
-                row.state = "available"
+                self._set_state(row, "available")
             return min(len(due), limit)
 
     def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
@@ -245,11 +258,11 @@ class MemoryStore(Store):
                 )
                 row.lease_until = None
                 if row.attempt >= row.max_attempts:
-                    row.state = "dead"
+                    self._set_state(row, "dead")
                     row.finished_at = now
                     self._release_unique(row)
                 else:
-                    row.state = "available"
+                    self._set_state(row, "available")
                     row.scheduled_at = now
                 rescued.append(Rescued(id=row.id, kind=row.kind, queue=row.queue, state=row.state))
         return rescued
@@ -267,6 +280,7 @@ class MemoryStore(Store):
             ][:limit]
             for row_id in doomed:
                 row = self._rows.pop(row_id)
+                self._forget(row)
                 if row.unique_key is not None and self._unique.get(row.unique_key) == row_id:
                     del self._unique[row.unique_key]
             return len(doomed)
@@ -350,7 +364,7 @@ class MemoryStore(Store):
                 self._unique[row.unique_key] = row.id
             if row.attempt >= row.max_attempts:
                 row.max_attempts = row.attempt + 1
-            row.state = "available"
+            self._set_state(row, "available")
             row.scheduled_at = now
             row.finished_at = None
             row.lease_until = None
@@ -362,7 +376,7 @@ class MemoryStore(Store):
             if row is None:
                 return None
             if row.state in LIVE_STATES:
-                row.state = "cancelled"
+                self._set_state(row, "cancelled")
                 row.finished_at = now
                 row.lease_until = None
                 self._release_unique(row)
@@ -373,6 +387,7 @@ class MemoryStore(Store):
             row = self._rows.pop(job_id, None)
             if row is None:
                 return False
+            self._forget(row)
             if row.unique_key is not None and self._unique.get(row.unique_key) == job_id:
                 del self._unique[row.unique_key]
             return True
