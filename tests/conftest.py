@@ -89,13 +89,15 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             continue
         if service in REQUIRED:
             pytest.exit(f"ANOLE_TEST_REQUIRE names {service}, but {reason}", returncode=3)
+        _skipped_services.add(service)
         skip = pytest.mark.skip(
             reason=f"{service} tests skipped: {reason} (set ANOLE_TEST_REQUIRE={service} to fail)"
         )
         for item in items:
             if service in _needs(item):
-                # Drop its database marker so pytest-django does not try to create the DB.
-                item.own_markers = [m for m in item.own_markers if m.name != "django_db"]
+                # The closest django_db marker wins: one naming no database keeps pytest-django
+                # from creating the absent server's test database (module marks included).
+                item.add_marker(pytest.mark.django_db(databases=[]), append=False)
                 item.add_marker(skip)
 
 
@@ -111,8 +113,11 @@ def pytest_report_header(config: Any) -> list[str]:
     return lines
 
 
+_skipped_services: set[str] = set()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    missing = [s for s in ("postgres", "redis") if unavailable(s) is not None]
+    missing = sorted(_skipped_services)
     if missing:
         terminalreporter.write_line(
             f"anole_jobs: tests for {', '.join(missing)} were skipped (server not answering); "
