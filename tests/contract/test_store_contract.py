@@ -19,6 +19,18 @@ from anole_jobs.stores.base import Finish, NewJob
 from tests.sampleapp.jobs import CustomBackoff, Orphan, Prioritized, Validated, Work
 
 
+def claim_at(store, now, *, limit, queue="default", kinds=None, worker="w"):
+    """Claim directly from the store with a 30 s lease, as a worker would."""
+    return store.claim(
+        queue,
+        kinds=kinds,
+        limit=limit,
+        now=now,
+        lease_until=now + timedelta(seconds=30),
+        worker=worker,
+    )
+
+
 def state_of(env, job_id):
     record = env.jobs.get(job_id)
     assert record is not None, f"job {job_id} vanished"
@@ -373,9 +385,7 @@ def test_rescue_leaves_live_leases_and_finished_jobs_alone(env):
     store = env.store
     job = env.jobs.enqueue(Work())
     now = env.clock()
-    (claimed,) = store.claim(
-        "default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w"
-    )
+    (claimed,) = claim_at(store, now, limit=1)
     assert store.rescue(now=now + timedelta(seconds=29)) == []
     assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [True]
     assert store.rescue(now=now + timedelta(hours=1)) == []
@@ -410,9 +420,7 @@ def test_finish_batches_report_each_result(env):
     store = env.store
     a, b = env.jobs.enqueue_many([Work(), Work()])
     now = env.clock()
-    claimed = store.claim(
-        "default", kinds=None, limit=5, now=now, lease_until=now + timedelta(seconds=30), worker="w"
-    )
+    claimed = claim_at(store, now, limit=5)
     runs = {c.record.id: c.run for c in claimed}
     store.cancel(b.id, now=now)
     results = store.finish(
@@ -598,9 +606,7 @@ def test_cancel_of_a_running_job_fences_out_its_worker(env):
     store = env.store
     job = env.jobs.enqueue(Work())
     now = env.clock()
-    (claimed,) = store.claim(
-        "default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w"
-    )
+    (claimed,) = claim_at(store, now, limit=1)
     assert env.jobs.cancel(job.id).state == "cancelled"
     assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [False]
     assert state_of(env, job.id) == "cancelled"
@@ -610,9 +616,7 @@ def test_retry_of_a_running_job_fences_out_its_worker(env):
     store = env.store
     job = env.jobs.enqueue(Work())
     now = env.clock()
-    (claimed,) = store.claim(
-        "default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w"
-    )
+    (claimed,) = claim_at(store, now, limit=1)
     assert env.jobs.retry(job.id).state == "available"
     assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [False]
     assert env.jobs.step().outcomes() == {job.id: "completed"}
