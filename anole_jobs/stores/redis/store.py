@@ -30,7 +30,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from anole_jobs.errors import StoreUnavailable
 from anole_jobs.stores.base import (
     AFTER_RUN_STATES,
     FINAL_STATES,
@@ -51,6 +50,7 @@ from anole_jobs.stores.base import (
 from anole_jobs.stores.redis import keys
 from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, time_key
 from anole_jobs.stores.redis.listener import Listener, encode
+from anole_jobs.stores.redis.unavailable import read_failed, write_failed
 from anole_jobs.stores.wakeups import Subscription
 
 logger = logging.getLogger("anole_jobs.stores.redis")
@@ -97,10 +97,8 @@ class Scripts:
                 self._client.script_load(self.sources[name])
                 return self._client.evalsha(sha, 0, prefix, *args)
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(
-                f"Redis did not answer the {name} script ({exc}); if it ran, leases and "
-                "rescue make the outcome safe"
-            ) from exc
+            # Says whether the write may have happened; leases and rescue cover a half-done one.
+            raise write_failed(name, exc, self._client) from exc
 
 
 def _text(value: bytes | str) -> str:
@@ -184,7 +182,7 @@ class RedisStore(Store):
         try:
             return getattr(self.client, method)(*args)
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(f"Redis did not answer {method.upper()} ({exc})") from exc
+            raise read_failed(method, exc, self.client) from exc
 
     @staticmethod
     def _new_job_args(job: NewJob) -> list[str]:
@@ -335,7 +333,7 @@ class RedisStore(Store):
         try:
             members = pipe.execute()
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(f"Redis did not answer SMEMBERS ({exc})") from exc
+            raise read_failed("smembers", exc, self.client) from exc
         return {
             queue: {_text(kind) for kind in kinds}
             for queue, kinds in zip(queues, members, strict=True)
