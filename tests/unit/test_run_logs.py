@@ -1,0 +1,150 @@
+"""What a person reads about each run (logger `anole_jobs`), captured with `caplog`: the error
+type and message of a failed attempt and when it runs again, `dead` at ERROR with the last
+error, a completion at INFO, tracebacks only at DEBUG, and the run's fields as `extra` for a
+structured formatter. Also `runjobs`' refusal of the memory store and its `-v` levels.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from anole_jobs import jobs
+from anole_jobs.management.commands.runjobs import Command
+from anole_jobs.testing import FakeClock
+from tests.sampleapp.jobs import Work
+
+FIELDS = ("job_id", "kind", "queue", "attempt", "max_attempts", "outcome", "duration")
+
+
+@pytest.fixture
+def manual(settings: Any, recorder: Any) -> FakeClock:
+    clock = FakeClock()
+    settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "CLOCK": clock}
+    yield clock
+    jobs.reset()
+
+
+def run_lines(caplog: Any, job_id: int) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "job_id", None) == job_id]
+
+
+def test_a_failed_attempt_logs_the_error_and_when_it_runs_again(manual, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="anole_jobs")
+    job_id = jobs.enqueue(Work(action="fail")).id
+    jobs.step()
+    (line,) = run_lines(caplog, job_id)
+    assert line.levelno == logging.WARNING
+    message = line.getMessage()
+    assert "ValueError: failed on attempt 1" in message
+    assert "runs again in" in message and "attempt 1/3" in message
+    assert line.outcome == "retried" and line.error_type == "ValueError"
+    assert line.next_run_at == jobs.get(job_id).scheduled_at.isoformat()
+    # The traceback is only for DEBUG.
+    assert "Traceback" not in caplog.text and 'File "' not in caplog.text
+
+
+def test_every_run_line_carries_the_run_fields(manual, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="anole_jobs")
+    job_id = jobs.enqueue(Work()).id
+    jobs.step()
+    (line,) = run_lines(caplog, job_id)
+    assert {name: getattr(line, name) for name in FIELDS} == {
+        "job_id": job_id,
+        "kind": "test.work",
+        "queue": "default",
+        "attempt": 1,
+        "max_attempts": 3,
+        "outcome": "completed",
+        "duration": line.duration,
+    }
+    assert isinstance(line.duration, float) and line.duration >= 0
+
+
+def test_a_completion_is_logged_at_info(manual, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="anole_jobs")
+    job_id = jobs.enqueue(Work()).id
+    jobs.step()
+    (line,) = run_lines(caplog, job_id)
+    assert line.levelno == logging.INFO
+    assert line.getMessage().startswith(f"job {job_id} test.work attempt 1/3 on default: completed")
+
+
+def test_a_dead_job_is_an_error_with_its_last_error(manual, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="anole_jobs")
+    job_id = jobs.enqueue(Work(action="fail")).id
+    for _ in range(3):  # attempts=3
+        jobs.step()
+        manual.advance(timedelta(days=1))
+    assert jobs.get(job_id).state == "dead"
+    *_, line = run_lines(caplog, job_id)
+    assert line.levelno == logging.ERROR
+    assert line.outcome == "dead"
+    assert "dead" in line.getMessage() and "ValueError: failed on attempt 3" in line.getMessage()
+
+
+def test_the_traceback_is_logged_at_debug(manual, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="anole_jobs")
+    job_id = jobs.enqueue(Work(action="fail")).id
+    jobs.step()
+    debug = [r for r in run_lines(caplog, job_id) if r.levelno == logging.DEBUG]
+    assert len(debug) == 1
+    assert 'raise ValueError(f"failed on attempt {job.attempt}")' in debug[0].getMessage()
+
+
+def test_a_snooze_says_until_when(manual, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="anole_jobs")
+    job_id = jobs.enqueue(Work(action="snooze", seconds=60)).id
+    jobs.step()
+    (line,) = run_lines(caplog, job_id)
+    assert line.levelno == logging.INFO
+    assert f"snoozed until {jobs.get(job_id).scheduled_at.isoformat(timespec='seconds')}" in (
+        line.getMessage()
+    )
+
+
+# -- runjobs ---------------------------------------------------------------------------------
+def test_runjobs_refuses_the_memory_store(settings) -> None:
+    settings.ANOLE_JOBS = {"STORE": "memory"}
+    try:
+        with pytest.raises(CommandError, match="memory.*no other process") as caught:
+            call_command("runjobs")
+        assert "\n" not in str(caught.value)
+    finally:
+        jobs.reset()
+
+
+@pytest.mark.parametrize(
+    ("verbosity", "level"),
+    [(0, logging.WARNING), (1, logging.INFO), (2, logging.DEBUG), (3, logging.DEBUG)],
+)
+def test_runjobs_verbosity_sets_the_level(verbosity: int, level: int) -> None:
+    package = logging.getLogger("anole_jobs")
+    root = logging.getLogger()
+    saved = package.level, root.level, list(package.handlers)
+    try:
+        Command()._configure_logging(None, verbosity)
+        assert package.level == level
+        assert (root.level == logging.DEBUG) is (verbosity == 3) or root.level == saved[1]
+    finally:
+        package.setLevel(saved[0])
+        root.setLevel(saved[1])
+        package.handlers[:] = saved[2]
+
+
+def test_runjobs_keeps_a_level_from_logging_unless_told(settings) -> None:
+    package = logging.getLogger("anole_jobs")
+    saved = package.level, list(package.handlers)
+    try:
+        package.setLevel(logging.ERROR)  # as LOGGING would
+        Command()._configure_logging(None, None)
+        assert package.level == logging.ERROR
+        Command()._configure_logging("DEBUG", None)
+        assert package.level == logging.DEBUG
+    finally:
+        package.setLevel(saved[0])
+        package.handlers[:] = saved[1]
