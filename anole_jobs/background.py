@@ -9,7 +9,8 @@ subclass says only what one round does (`run_once`) and how it waits (`pause`).
 While the store does not answer, each thread backs off on its own, exponentially with jitter
 up to `BACKOFF_CAP`, so an outage costs a few calls a minute instead of a storm. What a person
 reads is owned by `StoreHealth`, one per process: one WARNING when the store stops answering
-and one when it answers again, however many threads noticed; tracebacks only at DEBUG.
+(a thread failed twice in a row, so one stale connection is not an outage) and one when it
+answers again, however many threads noticed; tracebacks only at DEBUG.
 
 Leaf module: imports only `clock` (and Django's connection handling).
 """
@@ -60,13 +61,22 @@ class StoreHealth:
     def down(self) -> bool:
         return self._down_since is not None
 
-    def failed(self, exc: BaseException, *, where: str, retry_in: float | None = None) -> None:
-        """A store call of `where` failed: the first failure of an outage is a WARNING."""
-        with self._lock:
-            first = self._down_since is None
-            if first:
-                self._down_since = monotonic()
-        if first:
+    def failed(
+        self, exc: BaseException, *, where: str, failures: int, retry_in: float | None = None
+    ) -> None:
+        """A store call of `where` failed, its `failures`-th failure in a row.
+
+        The outage is announced (one WARNING) at the second failure in a row of any thread:
+        a first failure is often a connection that went stale while idle, and the retry on
+        a fresh connection succeeds; a second one, after reconnecting, means the store is down.
+        """
+        announce = False
+        if failures >= 2:
+            with self._lock:
+                if self._down_since is None:
+                    self._down_since = monotonic()
+                    announce = True
+        if announce:
             retry = f"retrying in {retry_in:.1f} s" if retry_in is not None else "retrying"
             self._log.warning(
                 "store unreachable: %s (%s); %s, backing off up to %.0f s; work waits meanwhile",
@@ -76,7 +86,7 @@ class StoreHealth:
                 BACKOFF_CAP,
                 extra={"store_state": "unreachable"},
             )
-        self._log.debug("%s: store call failed", where, exc_info=exc)
+        self._log.debug("%s: store call failed (%d in a row)", where, failures, exc_info=exc)
 
     def answered(self) -> None:
         """A store call succeeded: the end of an outage is a WARNING too (it pairs the first)."""
@@ -197,7 +207,7 @@ class BackgroundThread:
             close_broken_connections()
             delay = backoff_delay(self.failures)
             self.on_failure(exc)
-            self.health.failed(exc, where=self.name, retry_in=delay)
+            self.health.failed(exc, where=self.name, failures=self.failures, retry_in=delay)
             return delay
         if isinstance(wait, Idle):
             return float(wait)

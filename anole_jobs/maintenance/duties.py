@@ -77,7 +77,8 @@ class Leadership:
                 instance=self.instance, now=now, ttl=self.service.settings.lease
             )
         except Exception as exc:  # noqa: BLE001 - a follower until the store answers again
-            health.failed(exc, where="leader election (acting as a follower)")
+            # Not counted as an outage here: the maintenance loop's next store call is.
+            health.failed(exc, where="leader election (acting as a follower)", failures=1)
             leading = False
         if leading != self.leading:
             self.leading = leading

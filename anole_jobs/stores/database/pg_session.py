@@ -79,7 +79,8 @@ class AdvisoryLeadership:
                     return True
                 return False
             except psycopg.Error as exc:
-                health.failed(exc, where=f"leader session of {instance} (not leading)")
+                # Not counted as an outage here: the maintenance loop's next store call is.
+                health.failed(exc, where=f"leader session of {instance} (not leading)", failures=1)
                 self._holding.discard(instance)
                 self._drop(instance)
                 return False
@@ -164,7 +165,9 @@ class Listener:
                     break
                 failures += 1
                 delay = backoff_delay(failures)
-                health.failed(exc, where="PostgreSQL LISTEN session", retry_in=delay)
+                health.failed(
+                    exc, where="PostgreSQL LISTEN session", failures=failures, retry_in=delay
+                )
                 self._stop.wait(delay)
             finally:
                 self._session = None

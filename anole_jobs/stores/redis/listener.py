@@ -91,7 +91,9 @@ class Listener:
                 self.subscribed.clear()
                 failures += 1
                 delay = backoff_delay(failures)
-                health.failed(exc, where="Redis wake-up listener", retry_in=delay)
+                health.failed(
+                    exc, where="Redis wake-up listener", failures=failures, retry_in=delay
+                )
                 self._stop.wait(delay)
             finally:
                 self._close_pubsub()
