@@ -103,6 +103,10 @@ class Outcomes:
     def _log(
         self, attempt: Attempt, outcome: Outcome, saved: bool, error: ErrorEntry | None
     ) -> None:
+        level = _level(outcome, saved)
+        traceback = error is not None and error.traceback and logger.isEnabledFor(logging.DEBUG)
+        if not logger.isEnabledFor(level) and not traceback:
+            return  # nothing to build: this runs once per job
         record = attempt.claimed.record
         finish = attempt.finish
         next_run_at = finish.scheduled_at if finish is not None else None
@@ -117,46 +121,57 @@ class Outcomes:
             "error_type": error.type if error is not None else None,
             "next_run_at": next_run_at.isoformat() if next_run_at is not None else None,
         }
-        head = (
-            f"job {record.id} {record.kind} attempt {fields['attempt']}/{record.max_attempts} "
-            f"on {record.queue}"
-        )
-        took = f"({attempt.seconds:.3f} s)"
-        reason = f"{error.type}: {error.message}" if error is not None else ""
-        level = logging.INFO
-        if not saved:
-            level = logging.ERROR
-            text = (
-                f"{head}: {outcome} but the outcome could not be saved (the store did not "
-                f"answer); it runs again after its lease {took}"
+        if logger.isEnabledFor(level):
+            head = (
+                f"job {record.id} {record.kind} attempt {fields['attempt']}/"
+                f"{record.max_attempts} on {record.queue}"
             )
-        elif outcome == "retried":
-            level = logging.WARNING
-            text = f"{head}: failed, {reason}; runs again {_when(next_run_at, finish)} {took}"
-        elif outcome == "dead":
-            level = logging.ERROR
-            text = f"{head}: dead (no attempts left), last error {reason} {took}"
-        elif outcome == "snoozed":
-            text = f"{head}: snoozed until {_at(next_run_at)} {took}"
-        elif outcome == "lost":
-            level = logging.WARNING
-            text = (
-                f"{head}: lost (its lease was taken over: rescued, cancelled or retried "
-                f"elsewhere); this run's outcome is dropped {took}"
+            took = f"({attempt.seconds:.3f} s)"
+            reason = f"{error.type}: {error.message}" if error is not None else ""
+            if not saved:
+                text = (
+                    f"{head}: {outcome} but the outcome could not be saved (the store did not "
+                    f"answer); it runs again after its lease {took}"
+                )
+            elif outcome == "retried":
+                text = f"{head}: failed, {reason}; runs again {_when(next_run_at, finish)} {took}"
+            elif outcome == "dead":
+                text = f"{head}: dead (no attempts left), last error {reason} {took}"
+            elif outcome == "snoozed":
+                text = f"{head}: snoozed until {_at(next_run_at)} {took}"
+            elif outcome == "lost":
+                text = (
+                    f"{head}: lost (its lease was taken over: rescued, cancelled or retried "
+                    f"elsewhere); this run's outcome is dropped {took}"
+                )
+            elif outcome == "interrupted":
+                text = f"{head}: interrupted, given back (the attempt does not count) {took}"
+            else:
+                text = f"{head}: {outcome} {took}"
+            _emit(level, text, fields)
+        if traceback:
+            _emit(
+                logging.DEBUG,
+                f"job {record.id} attempt {fields['attempt']} traceback:\n"
+                f"{error.traceback.rstrip()}",  # type: ignore[union-attr]
+                fields,
             )
-        elif outcome == "interrupted":
-            text = f"{head}: interrupted, given back (the attempt does not count) {took}"
-        else:
-            text = f"{head}: {outcome} {took}"
-        logger.log(level, "%s", text, extra=fields)
-        if error is not None and error.traceback and logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "job %s attempt %s traceback:\n%s",
-                record.id,
-                fields["attempt"],
-                error.traceback.rstrip(),
-                extra=fields,
-            )
+
+
+def _level(outcome: Outcome, saved: bool) -> int:
+    if not saved or outcome == "dead":
+        return logging.ERROR
+    if outcome in ("retried", "lost"):
+        return logging.WARNING
+    return logging.INFO
+
+
+def _emit(level: int, text: str, fields: dict[str, Any]) -> None:
+    # A record made directly, as `logger.log` would, without its caller lookup (a stack walk
+    # per line): this runs once per job, and the line's source is always this module.
+    logger.handle(
+        logger.makeRecord(logger.name, level, __file__, 0, text, (), None, "record", fields)
+    )
 
 
 def _at(moment: datetime | None) -> str:
