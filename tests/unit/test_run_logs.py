@@ -7,15 +7,19 @@ structured formatter. Also `runjobs`' refusal of the memory store and its `-v` l
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from anole_jobs import jobs
+from anole_jobs import events, jobs
+from anole_jobs.clock import monotonic
+from anole_jobs.errors import StoreUnavailable
 from anole_jobs.management.commands.runjobs import Command
 from anole_jobs.testing import FakeClock
+from anole_jobs.worker.runner import wait_for_store
 from tests.sampleapp.jobs import Work
 
 FIELDS = ("job_id", "kind", "queue", "attempt", "max_attempts", "outcome", "duration")
@@ -148,3 +152,58 @@ def test_runjobs_keeps_a_level_from_logging_unless_told(settings) -> None:
     finally:
         package.setLevel(saved[0])
         package.handlers[:] = saved[1]
+
+
+def test_each_run_emits_started_then_one_finished_with_every_field(manual) -> None:
+    seen: list[Any] = []
+    unsubscribe = events.bus.subscribe(seen.append)
+    try:
+        job_id = jobs.enqueue(Work(action="fail")).id
+        jobs.step()
+    finally:
+        unsubscribe()
+    runs = [e for e in seen if e.name in (events.RUN_STARTED, events.RUN_FINISHED)]
+    assert [e.name for e in runs] == [events.RUN_STARTED, events.RUN_FINISHED]
+    finished = runs[1].fields
+    assert finished == {
+        "queue": "default",
+        "kind": "test.work",
+        "job_id": job_id,
+        "attempt": 1,
+        "max_attempts": 3,
+        "outcome": "retried",
+        "seconds": finished["seconds"],
+        "saved": True,
+        "error_type": "ValueError",
+    }
+
+
+# -- the start-up probe ------------------------------------------------------------------------
+def test_the_start_up_probe_returns_once_the_store_answers(manual) -> None:
+    wait_for_store(jobs.service, 5.0)
+
+
+def test_the_start_up_probe_names_the_error_of_a_store_that_refuses(manual, monkeypatch) -> None:
+    def refuse(job_id: int) -> None:
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+    monkeypatch.setattr(jobs.service.store, "get", refuse)
+    began = monotonic()
+    with pytest.raises(StoreUnavailable) as caught:
+        wait_for_store(jobs.service, 0.5)
+    assert monotonic() - began < 3.0
+    message = str(caught.value)
+    assert "did not answer within 0.5 s: ConnectionError: Error 111" in message
+    assert "STARTUP_TIMEOUT" in message and "\n" not in message
+
+
+def test_the_start_up_probe_gives_up_on_a_connection_that_hangs(manual, monkeypatch) -> None:
+    release = threading.Event()
+    monkeypatch.setattr(jobs.service.store, "get", lambda job_id: release.wait(30))
+    began = monotonic()
+    try:
+        with pytest.raises(StoreUnavailable, match="no answer"):
+            wait_for_store(jobs.service, 0.5)
+        assert monotonic() - began < 3.0
+    finally:
+        release.set()
