@@ -132,8 +132,9 @@ class BackgroundThread:
     `backoff_delay(failures)` before it tries again.
     """
 
-    #: The thread's name, also what `health` names as the place that failed.
+    #: The thread's name, also what `health` names as the place that failed (unless `label`).
     name = "anole-background"
+    label: str | None = None
 
     def __init__(self, *, name: str | None = None, store_health: StoreHealth | None = None) -> None:
         if name is not None:
@@ -207,14 +208,20 @@ class BackgroundThread:
             close_broken_connections()
             delay = backoff_delay(self.failures)
             self.on_failure(exc)
-            self.health.failed(exc, where=self.name, failures=self.failures, retry_in=delay)
+            where = self.label or self.name
+            self.health.failed(exc, where=where, failures=self.failures, retry_in=delay)
             return delay
-        if isinstance(wait, Idle):
-            return float(wait)
+        if not isinstance(wait, Idle):
+            self.recovered()
+        return float(wait)
+
+    def recovered(self) -> None:
+        """A store call succeeded: the back-off starts over and `health` hears of it. The base
+        calls it after each successful round; a thread whose round lasts as long as its
+        connection (a listener) calls it once connected."""
         if self.failures:
             self.failures = 0
             self.health.answered()
-        return wait
 
     def on_failure(self, exc: Exception) -> None:
         """Called with a failed round's error before the back-off (override to requeue)."""
