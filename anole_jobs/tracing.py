@@ -69,10 +69,14 @@ class RunSpan:
 
     def activate(self) -> Any:
         """A context manager making the span current while the handler runs (in the
-        handler's thread or async context)."""
-        import contextlib
+        handler's thread or async context); the no-op is its own, doing nothing."""
+        return self
 
-        return contextlib.nullcontext()
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def end(self, outcome: str, error_type: str | None) -> None:
         """Called once, when the run's outcome is final (after its fenced write)."""

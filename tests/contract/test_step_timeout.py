@@ -3,15 +3,16 @@ at its next wait past the timeout, and the attempt fails with `Timeout` — on e
 
 One step runs one handler per way of waiting (`job.sleep`, `job.check_cancelled()`, a Django
 query, an `await`), one that never waits and one that swallows its `Canceled`; the kinds'
-timeout is 1 s, so a step takes a few seconds of real time (manual mode never waits for the
-clock, but a timeout is measured on the wall clock, as in the runtime).
+timeout is 0.2 s, so a step takes a second or two of real time (manual mode never waits for
+the clock, but a timeout is measured on the wall clock, as in the runtime).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.sampleapp.e2e_jobs import WaitAsyncTimeout, WaitTimeout
+from tests.sampleapp.e2e_jobs import WaitAsyncQuickTimeout as WaitAsyncTimeout
+from tests.sampleapp.e2e_jobs import WaitQuickTimeout as WaitTimeout
 
 
 def test_step_cancels_each_kind_of_wait_at_its_timeout(env, tmp_path: Path) -> None:
@@ -21,7 +22,7 @@ def test_step_cancels_each_kind_of_wait_at_its_timeout(env, tmp_path: Path) -> N
         how: env.jobs.enqueue(WaitTimeout(how=how, seconds=30, marker=marker)).id for how in waits
     }
     ids["await"] = env.jobs.enqueue(WaitAsyncTimeout(seconds=30, marker=marker)).id
-    ids["none"] = env.jobs.enqueue(WaitTimeout(how="none", seconds=1.3, marker=marker)).id
+    ids["none"] = env.jobs.enqueue(WaitTimeout(how="none", seconds=0.5, marker=marker)).id
     ids["swallow"] = env.jobs.enqueue(
         WaitTimeout(how="check", seconds=30, swallow=True, marker=marker)
     ).id

@@ -291,6 +291,28 @@ class WaitAsyncTimeout(WaitArgs):
     pass
 
 
+@kind("e2e.wait_quick_timeout", attempts=1, timeout=0.2)
+@dataclass
+class WaitQuickTimeout(WaitArgs):
+    """For `jobs.step()` tests, where each timeout is waited out in the test's own thread."""
+
+
+@kind("e2e.wait_async_quick_timeout", attempts=1, timeout=0.2)
+@dataclass
+class WaitAsyncQuickTimeout(WaitArgs):
+    pass
+
+
+@jobs.handler(WaitQuickTimeout)
+def wait_quick_timeout(job: Job, args: WaitQuickTimeout) -> None:
+    _wait_loop(job, args)
+
+
+@jobs.handler(WaitAsyncQuickTimeout)
+async def wait_async_quick_timeout(job: Job, args: WaitAsyncQuickTimeout) -> None:
+    await _await_loop(job, args)
+
+
 @jobs.handler(Wait)
 def wait(job: Job, args: Wait) -> None:
     _wait_loop(job, args)
