@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import ALLOWANCE, DRAIN, WRITE_GRACE, Backend, Spec
+from tests.e2e.conftest import ALLOWANCE, WRITE_GRACE, Backend, Spec
 from tests.e2e.test_shutdown import given_back, stop_and_time
 
 pytestmark = pytest.mark.e2e
 
 WAITING = ("sleep", "check", "query")  # the sync handlers that reach a wait; "await" is async
+DRAIN = 1.0  # the drain test's drain_timeout (the default queue's, from ANOLE_E2E_DRAIN)
 BOUND = DRAIN + WRITE_GRACE + ALLOWANCE
 
 
@@ -39,8 +40,8 @@ def test_a_drain_cancels_every_kind_of_wait_and_puts_back_only_what_ignores_it(
     backend: Backend,
 ) -> None:
     ids = matrix(backend, "wait", "wait_async", seconds=60)
-    (finishing,) = backend.enqueue("block", seconds=0.8, marker=str(backend.markers))
-    worker = backend.spawn(CONCURRENCY="8")
+    (finishing,) = backend.enqueue("block", seconds=0.5, marker=str(backend.markers))
+    worker = backend.spawn(CONCURRENCY="8", DRAIN=str(DRAIN))
     worker.wait_ready()
     backend.wait_markers(len(ids) + 1)
     took = stop_and_time(worker)

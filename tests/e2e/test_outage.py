@@ -18,11 +18,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import Backend, Worker, wait_until
+from tests.e2e.conftest import Backend, Worker, _backend, wait_until
 
 pytestmark = pytest.mark.e2e
 
-OUTAGE = 15.0  # seconds each outage lasts
+OUTAGE = 8.0  # seconds each outage lasts
 #: At most this many lines while the store is down (the issue: "a handful per minute").
 MAX_LINES = 5
 
@@ -166,9 +166,21 @@ def ride_out(worker: Worker, stop: object, start: object, enqueue: object) -> No
 
 
 # -- start-up ------------------------------------------------------------------------------------
-def test_runjobs_exits_1_with_one_line_when_the_store_does_not_answer(backend: Backend) -> None:
-    if backend.name == "sqlite":
-        pytest.skip("a SQLite file has no server to be down")
+@pytest.fixture(
+    params=[
+        pytest.param("postgres", marks=pytest.mark.needs("postgres")),
+        pytest.param("redis", marks=pytest.mark.needs("redis")),
+    ]
+)
+def server_backend(request, tmp_path) -> Iterator[Backend]:
+    """The stores with a server that can be down (a SQLite file has none)."""
+    yield from _backend(request, request.param, tmp_path)
+
+
+def test_runjobs_exits_1_with_one_line_when_the_store_does_not_answer(
+    server_backend: Backend,
+) -> None:
+    backend = server_backend
     port = free_port()  # nothing listens there
     target = (
         {"PG_PORT": str(port)}
@@ -201,8 +213,6 @@ def redis_server() -> Iterator[RedisServer]:
 
 @pytest.mark.needs("redis")
 def test_runjobs_rides_out_a_redis_outage(request, tmp_path, redis_server: RedisServer) -> None:
-    from tests.e2e.conftest import _backend
-
     backend_iter = _backend(request, "redis", tmp_path)
     backend = next(backend_iter)
     try:
