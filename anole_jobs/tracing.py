@@ -58,3 +58,39 @@ def inject_context(meta: dict[str, Any], request: object | None) -> None:
     meta["traceparent"] = context[0]
     if context[1]:
         meta["tracestate"] = context[1]
+
+
+class RunSpan:
+    """One attempt's span. This no-op stands in until OpenTelemetry spans are built: it has
+    no ids, `activate()` makes nothing current and `end()` records nothing."""
+
+    trace_id: str | None = None
+    span_id: str | None = None
+
+    def activate(self) -> Any:
+        """A context manager making the span current while the handler runs (in the
+        handler's thread or async context); the no-op is its own, doing nothing."""
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def end(self, outcome: str, error_type: str | None) -> None:
+        """Called once, when the run's outcome is final (after its fenced write)."""
+
+
+def start_run_span(
+    *,
+    settings: Any,
+    queue: str,
+    kind: str,
+    job_id: int,
+    attempt: int,
+    max_attempts: int,
+    meta: Any,
+) -> RunSpan:
+    """The span of one attempt (R34); a no-op here."""
+    return RunSpan()

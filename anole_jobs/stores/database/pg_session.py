@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db import connections
 
+from anole_jobs.background import BackgroundThread, health
+
 logger = logging.getLogger("anole_jobs.stores.postgres")
 
 
@@ -77,7 +79,8 @@ class AdvisoryLeadership:
                     return True
                 return False
             except psycopg.Error as exc:
-                logger.warning("leader session of %s failed (%s); not leading", instance, exc)
+                # Not counted as an outage here: the maintenance loop's next store call is.
+                health.failed(exc, where=f"leader session of {instance} (not leading)", failures=1)
                 self._holding.discard(instance)
                 self._drop(instance)
                 return False
@@ -109,58 +112,52 @@ class AdvisoryLeadership:
                 session.close()
 
 
-class Listener:
+class Listener(BackgroundThread):
     """LISTEN on `channel` in a thread; each notification's payload (a queue name, or "" for
-    every queue) goes to `deliver`. Reconnects with backoff; polling covers the gap."""
+    every queue) goes to `deliver`. One round is one session's life; a lost session is opened
+    again with the runtime's back-off, and polling covers the gap."""
+
+    name = "anole-pg-listen"
+    label = "PostgreSQL LISTEN session"
 
     def __init__(self, alias: str, channel: str, deliver: Callable[[list[str]], None]) -> None:
+        super().__init__()
         self.alias = alias
         self.channel = channel
         self.deliver = deliver
-        self._stop = threading.Event()
         self._connected = threading.Event()
         self._session: Any = None
-        self._thread = threading.Thread(target=self._run, name="anole-pg-listen", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
 
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
 
-    def stop(self) -> None:
-        self._stop.set()
+    def wake(self) -> None:
         session = self._session
         if session is not None:
             with contextlib.suppress(Exception):
                 session.cancel_safe()
-        self._thread.join(timeout=5)
 
-    def _run(self) -> None:
+    def run_once(self) -> float:
         import psycopg
         from psycopg import sql
 
-        failures = 0
-        while not self._stop.is_set():
-            try:
-                with psycopg.connect(**connect_params(self.alias), autocommit=True) as session:
-                    self._session = session
-                    session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
-                    failures = 0
-                    # Work may have been missed while (re)connecting: wake everyone once
-                    # (before `connected`, so a waiter on it has seen this wake-up).
-                    self.deliver([])
-                    self._connected.set()
-                    while not self._stop.is_set():
-                        for notify in session.notifies(timeout=1.0):
-                            self.deliver([notify.payload] if notify.payload else [])
-            except Exception as exc:  # noqa: BLE001 - reconnect; polling covers the gap
-                self._connected.clear()
-                if self._stop.is_set():
-                    break
-                failures += 1
-                delay = min(0.1 * 2**failures, 5.0)
-                logger.warning("LISTEN connection lost (%s); reconnecting in %.1f s", exc, delay)
-                self._stop.wait(delay)
-            finally:
-                self._session = None
+        try:
+            with psycopg.connect(**connect_params(self.alias), autocommit=True) as session:
+                self._session = session
+                session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                self.recovered()
+                # Work may have been missed while (re)connecting: wake everyone once
+                # (before `connected`, so a waiter on it has seen this wake-up).
+                self.deliver([])
+                self._connected.set()
+                while not self.stopping:
+                    for notify in session.notifies(timeout=1.0):
+                        self.deliver([notify.payload] if notify.payload else [])
+        except Exception:
+            if self.stopping:
+                return 0.0  # cancelled by `stop`
+            raise
+        finally:
+            self._connected.clear()
+            self._session = None
+        return 0.0

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
+from anole_jobs.background import BackgroundThread
 from anole_jobs.stores.wakeups import WakeupHub
 
 logger = logging.getLogger("anole_jobs.stores.redis")
@@ -24,85 +25,67 @@ POLL_SECONDS = 0.25
 #: no answer, the connection is presumed half-open (a dropped NAT entry, a dead peer that sent
 #: no RST) and replaced. Counting polls instead of reading a clock keeps stores clock-free.
 PING_AFTER_POLLS = 120
-BACKOFF_MIN = 0.05
-BACKOFF_MAX = 5.0
 
 
 def encode(sender: str, queues: Collection[str]) -> str:
     return json.dumps({"from": sender, "queues": sorted(queues)}, separators=(",", ":"))
 
 
-class Listener:
+class Listener(BackgroundThread):
     """A daemon thread subscribed to `channel` on a dedicated connection of `client`'s pool.
 
     Messages from `sender` (this store) are skipped: it already woke its own hub in-process.
-    On any error the pub/sub connection is dropped and opened again after a backoff that
-    doubles from `BACKOFF_MIN` to `BACKOFF_MAX` and resets once subscribed.
+    One round is one subscription's life; on any error the pub/sub connection is dropped and
+    opened again after the runtime's back-off, and the outage is reported to the process's
+    store health (one line when it starts, one when it ends).
     """
 
+    label = "Redis wake-up listener"
+
     def __init__(self, client: Any, channel: str, hub: WakeupHub, sender: str) -> None:
+        super().__init__(name=f"anole-jobs-redis-listener:{channel}")
         self._client = client
         self.channel = channel
         self._hub = hub
         self._sender = sender
-        self._stop = threading.Event()
         #: Set while subscribed (tests wait on it before publishing).
         self.subscribed = threading.Event()
         #: How many times the channel was (re)subscribed.
         self.subscriptions = 0
         self.pubsub: Any = None
-        self._thread = threading.Thread(
-            target=self._run, name=f"anole-jobs-redis-listener:{channel}", daemon=True
-        )
 
-    def start(self) -> None:
-        self._thread.start()
+    def stop(self, timeout: float = 2.0) -> bool:
+        return super().stop(timeout)
 
-    def stop(self, timeout: float = 2.0) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        delay = BACKOFF_MIN
-        failures = 0
-        while not self._stop.is_set():
-            try:
-                self.pubsub = self._client.pubsub()
-                self.pubsub.subscribe(self.channel)
-                quiet = 0
-                while not self._stop.is_set():
-                    message = self.pubsub.get_message(timeout=POLL_SECONDS)
-                    if message is None:
-                        quiet += 1
-                        if quiet == PING_AFTER_POLLS:
-                            self.pubsub.ping()
-                        elif quiet >= 2 * PING_AFTER_POLLS:
-                            raise ConnectionError("no answer to PING on the pub/sub connection")
-                        continue
-                    quiet = 0
-                    if message["type"] == "subscribe":
-                        self._on_subscribed()
-                        delay, failures = BACKOFF_MIN, 0
-                    elif message["type"] == "message":
-                        self._deliver(message["data"])
-            except Exception as exc:  # any failure means: reconnect later
-                self.subscribed.clear()
-                failures += 1
-                # Log the first failure of a streak loudly, the retries quietly.
-                log = logger.warning if failures == 1 else logger.debug
-                log(
-                    "Redis wake-up listener on %s lost its connection (%s); reconnecting in "
-                    "%.2fs, workers poll meanwhile",
-                    self.channel,
-                    exc,
-                    delay,
-                )
-                self._stop.wait(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
-            finally:
-                self._close_pubsub()
+    def on_exit(self) -> None:
         self.subscribed.clear()
+
+    def run_once(self) -> float:
+        try:
+            self.pubsub = self._client.pubsub()
+            self.pubsub.subscribe(self.channel)
+            quiet = 0
+            while not self.stopping:
+                message = self.pubsub.get_message(timeout=POLL_SECONDS)
+                if message is None:
+                    quiet += 1
+                    if quiet == PING_AFTER_POLLS:
+                        self.pubsub.ping()
+                    elif quiet >= 2 * PING_AFTER_POLLS:
+                        raise ConnectionError("no answer to PING on the pub/sub connection")
+                    continue
+                quiet = 0
+                if message["type"] == "subscribe":
+                    self._on_subscribed()
+                    self.recovered()
+                elif message["type"] == "message":
+                    self._deliver(message["data"])
+        except Exception:  # any failure means: reconnect later
+            self.subscribed.clear()
+            raise
+        finally:
+            self._close_pubsub()
+        return 0.0
 
     def _close_pubsub(self) -> None:
         pubsub, self.pubsub = self.pubsub, None
