@@ -156,11 +156,12 @@ class Worker:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_output(self, text: str, timeout: float = 30.0) -> str:
-        """Wait until `text` appears in the output; fails early if the process exits first."""
+    def wait_output(self, text: str, timeout: float = 30.0, *, since: int = 0) -> str:
+        """Wait until `text` appears in the output (past offset `since`); fails early if the
+        process exits first."""
 
         def seen() -> bool:
-            if text in self.output():
+            if text in self.output()[since:]:
                 return True
             if self.proc.poll() is not None:
                 raise AssertionError(

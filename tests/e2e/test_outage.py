@@ -139,8 +139,11 @@ def lines_since(worker: Worker, start: int) -> list[str]:
     return [line for line in worker.output()[start:].splitlines() if line.strip()]
 
 
-def wait_completed(worker: Worker, job_id: int, timeout: float) -> None:
-    worker.wait_output(f"job {job_id} e2e.noop attempt 1/3 on default: completed", timeout)
+def wait_completed(worker: Worker, job_id: int, timeout: float, *, since: int = 0) -> None:
+    # `since`: a restarted server without persistence hands out job ids from 1 again.
+    worker.wait_output(
+        f"job {job_id} e2e.noop attempt 1/3 on default: completed", timeout, since=since
+    )
 
 
 def ride_out(worker: Worker, stop: object, start: object, enqueue: object) -> None:
@@ -156,9 +159,10 @@ def ride_out(worker: Worker, stop: object, start: object, enqueue: object) -> No
     assert not any("Traceback" in line for line in during), "\n".join(during)
     assert worker.proc.poll() is None, "runjobs exited during the outage"
     start()  # type: ignore[operator]
+    restarted = len(worker.output())
     (after,) = enqueue()  # type: ignore[operator]
     # Work resumes by itself: within the back-off cap (10 s) and a claim.
-    wait_completed(worker, after, 40)
+    wait_completed(worker, after, 40, since=restarted)
     output = worker.output()
     # One line when it went down, one when it came back: not one per thread or per try.
     assert output.count("store unreachable") == 1, output
