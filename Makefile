@@ -49,10 +49,10 @@ check: venv
 	cd testproject && ../$(BIN)/python manage.py makemigrations --check --dry-run
 
 docs: venv
-	@if [ ! -f $(DOCS_STAMP) ] || [ docs/requirements.txt -nt $(DOCS_STAMP) ]; then \
-		echo "make: installing the docs tools (docs/requirements.txt) into $(VENV)"; \
-		$(BIN)/python -m pip install --disable-pip-version-check -q -r docs/requirements.txt \
+	@if [ ! -f $(DOCS_STAMP) ] || [ requirements-docs.txt -nt $(DOCS_STAMP) ]; then \
+		echo "make: installing the docs tools (requirements-docs.txt) into $(VENV)"; \
+		$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-docs.txt \
 			> $(VENV)/pip-docs.log 2>&1 || { cat $(VENV)/pip-docs.log; exit 1; }; \
 		touch $(DOCS_STAMP); \
 	fi
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -14,10 +14,10 @@ told apart by its first line:
    (``myapp``, ``shop``) is added to ``INSTALLED_APPS``. So a page can define its own models
    (``# myapp/models.py``: tables are created with ``migrate --run-syncdb``), kinds and handlers
    (``# myapp/jobs.py``: found by anole_jobs' autodiscovery, as in a real project) and
-   services. When the block's turn comes its module is imported. A module whose file name
-   starts with ``test`` is then **run with pytest** (pytest-django, the page's settings) in a
-   subprocess: it must collect at least one test and every test must pass. Two blocks with
-   the same path: the later one replaces the earlier.
+   services. When the block's turn comes its module is imported. Modules whose file name
+   starts with ``test`` are **run with pytest** (pytest-django, the page's settings) in one
+   subprocess after the page's last block: every test must pass, and there must be one.
+   Two blocks with the same path: the later one replaces the earlier.
 2. **A settings block** starts with ``# settings.py`` (or ``# <dir>/settings.py``), or
    assigns ``ANOLE_JOBS``, ``DATABASES``, ``CACHES`` or ``INSTALLED_APPS`` at top level. It
    runs in a fresh namespace (``BASE_DIR`` is defined, as in a ``startproject`` settings
@@ -209,10 +209,13 @@ class PageProject:
         module = types.ModuleType("docs_page")
         sys.modules["docs_page"] = module
         namespace = module.__dict__
+        test_modules: list[Block] = []
         for block in self.blocks:
             try:
                 if block.module_path is not None:
                     self.run_module(block)
+                    if Path(block.module_path).name.startswith("test"):
+                        test_modules.append(block)
                 elif block.is_settings:
                     check_settings_block(block, self.root)
                 else:
@@ -225,6 +228,8 @@ class PageProject:
                     + numbered(block.code)
                     + "".join(traceback.format_exception(exc))
                 ) from exc
+        if test_modules:
+            run_pytest(test_modules, self.root)
         return len(self.blocks)
 
     def run_module(self, block: Block) -> None:
@@ -232,8 +237,6 @@ class PageProject:
         assert path is not None
         name = path.removesuffix(".py").replace("/", ".")
         importlib.import_module(name)
-        if Path(path).name.startswith("test"):
-            run_pytest(block, self.root)
 
 
 def numbered(code: str) -> str:
@@ -270,13 +273,13 @@ def check_settings_block(block: Block, root: Path) -> None:
         )
 
 
-def run_pytest(block: Block, root: Path) -> None:
-    path = block.module_path
-    assert path is not None
+def run_pytest(blocks: list[Block], root: Path) -> None:
+    """One pytest run over every test module of the page (one Django start-up, not several)."""
+    paths = [block.module_path or "" for block in blocks]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(REPO)])}
     env.pop("PYTEST_ADDOPTS", None)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rN", path],
+        [sys.executable, "-m", "pytest", "-q", "-rN", *paths],
         cwd=root,
         env=env,
         capture_output=True,
@@ -284,10 +287,10 @@ def run_pytest(block: Block, root: Path) -> None:
         timeout=300,
     )
     if result.returncode != 0 or " passed" not in result.stdout:
+        where = ", ".join(f"{path} ({block.where})" for path, block in zip(paths, blocks))
         raise DocsError(
-            f"{block.where}: pytest on the page's {path} exited {result.returncode} "
+            f"pytest on the page's test modules {where} exited {result.returncode} "
             "(every test must pass, and there must be at least one):\n"
-            + numbered(block.code)
             + result.stdout[-6000:]
             + result.stderr[-3000:]
         )
