@@ -23,6 +23,8 @@ OTHER_PYTHONS = [
     for path in (
         shutil.which("python3.12"),
         shutil.which("python3.13"),
+        shutil.which("python3.11"),
+        "/root/.pyenv/versions/3.11.7/bin/python",
         "/root/.pyenv/versions/3.12.1/bin/python",
     )
     if path and os.path.realpath(path) != os.path.realpath(sys.executable)
