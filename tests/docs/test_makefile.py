@@ -27,7 +27,7 @@ OTHER_PYTHONS = [
         "/root/.pyenv/versions/3.11.7/bin/python",
         "/root/.pyenv/versions/3.12.1/bin/python",
     )
-    if path and os.path.realpath(path) != os.path.realpath(sys.executable)
+    if path
 ]
 
 
@@ -38,7 +38,20 @@ def working(python: str) -> bool:
         return False
 
 
-OTHER = next((python for python in OTHER_PYTHONS if working(python)), None)
+def recent(python: str) -> bool:
+    check = "import sys; sys.exit(sys.version_info < (3, 11))"
+    return subprocess.run([python, "-c", check], capture_output=True).returncode == 0
+
+
+def other_interpreter() -> str | None:
+    """A working Python 3.11+ that is not the one running the tests, if the machine has one."""
+    me = os.path.realpath(sys._base_executable)
+    for python in OTHER_PYTHONS:
+        if working(python) and recent(python) and real_interpreter(python) != me:
+            return python
+    return None
+
+
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 
@@ -64,18 +77,22 @@ def make(checkout: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     )
 
 
-def venv_base(checkout: Path) -> str:
+def real_interpreter(python: str) -> str:
+    """The file behind `python` (a venv's base, a pyenv shim's target), as it reports itself."""
     out = subprocess.run(
-        [
-            str(checkout / ".venv" / "bin" / "python"),
-            "-c",
-            "import os, sys; print(os.path.realpath(sys._base_executable))",
-        ],
+        [python, "-c", "import os, sys; print(os.path.realpath(sys._base_executable))"],
         capture_output=True,
         text=True,
         check=True,
     )
     return out.stdout.strip()
+
+
+def venv_base(checkout: Path) -> str:
+    return real_interpreter(str(checkout / ".venv" / "bin" / "python"))
+
+
+OTHER = other_interpreter()
 
 
 def test_an_interpreter_that_does_not_exist_is_named_as_missing(checkout):
@@ -123,7 +140,7 @@ def test_naming_another_python_rebuilds_the_venv_and_says_so(checkout):
     result = make(checkout, "venv", f"PYTHON={OTHER}")
     assert result.returncode == 0, result.stderr
     assert "rebuilding it with PYTHON=" in result.stderr
-    assert venv_base(checkout) == os.path.realpath(OTHER) != before
+    assert venv_base(checkout) == real_interpreter(OTHER) != before
 
 
 @pytest.mark.skipif(OTHER is None, reason="needs a second Python 3.11+ interpreter")
