@@ -1,42 +1,58 @@
-# The two commands of the README, plus the checks CI runs.
+# The two commands of the README, plus the checks CI runs and the docs site.
 #
 #   make demo    set up .venv, then run the test project's demo (SQLite, real workers)
 #   make test    set up .venv, then run the test suite
 #   make lint    ruff, ruff format --check, mypy, import-linter
 #   make check   the test project's system checks and migration drift
+#   make docs    build the documentation site into site/ (mkdocs build --strict)
 #
-# The virtualenv is made with $(PYTHON) (default: python3, 3.11 or newer) and refreshed only
-# when pyproject.toml changes (the stamp file below is older than it) or .venv is removed.
+# The virtualenv is made with $(PYTHON) (default: python3, 3.11 or newer) and the package is
+# installed into it quietly (pip's output shows only on failure), again whenever
+# pyproject.toml changes. Naming PYTHON= for a .venv made with another interpreter rebuilds
+# it, and says so. tools/ensure-venv.sh does all of this.
 
-PYTHON ?= python3
+ifeq ($(origin PYTHON),undefined)
+PYTHON := python3
+PYTHON_CHOSEN := 0
+else
+PYTHON_CHOSEN := 1
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.anole-installed
+DOCS_STAMP := $(VENV)/.anole-docs-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint check
+.PHONY: demo test lint check docs venv
 
-demo: $(STAMP)
+venv:
+	@sh tools/ensure-venv.sh "$(PYTHON)" "$(PYTHON_CHOSEN)" "$(VENV)" "$(STAMP)"
+
+# The stamp the coordinator's tooling asks for by name: same as `venv`.
+$(STAMP): pyproject.toml
+	@sh tools/ensure-venv.sh "$(PYTHON)" "$(PYTHON_CHOSEN)" "$(VENV)" "$(STAMP)"
+
+demo: venv
 	$(BIN)/python testproject/manage.py demo
 
-test: $(STAMP)
+test: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy anole_jobs
 	$(BIN)/lint-imports
 
-check: $(STAMP)
+check: venv
 	cd testproject && ../$(BIN)/python manage.py check
 	cd testproject && ../$(BIN)/python manage.py makemigrations --check --dry-run
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || { \
-		$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-		|| { echo "anole_jobs needs Python 3.11 or newer: run make PYTHON=python3.12 ..."; exit 1; }; \
-		$(PYTHON) -m venv $(VENV); \
-	}
-	$(BIN)/python -m pip install --disable-pip-version-check -e ".[dev]"
-	@touch $(STAMP)
+docs: venv
+	@if [ ! -f $(DOCS_STAMP) ] || [ requirements-docs.txt -nt $(DOCS_STAMP) ]; then \
+		echo "make: installing the docs tools (requirements-docs.txt) into $(VENV)"; \
+		$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-docs.txt \
+			> $(VENV)/pip-docs.log 2>&1 || { cat $(VENV)/pip-docs.log; exit 1; }; \
+		touch $(DOCS_STAMP); \
+	fi
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

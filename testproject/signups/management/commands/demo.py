@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core import mail
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.utils import timezone
 
 from anole_jobs import jobs
@@ -54,8 +54,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        call_command("migrate", verbosity=0, interactive=False)
         database = connections["default"]
+        try:
+            database.ensure_connection()
+        except DatabaseError as exc:
+            raise CommandError(unreachable_database(database.settings_dict, exc)) from None
+        call_command("migrate", verbosity=0, interactive=False)
         self.stdout.write(
             f"store: {settings.ANOLE_JOBS['STORE']} "
             f"(default database: {database.vendor}, {database.settings_dict['NAME']}); "
@@ -195,3 +199,22 @@ class Command(BaseCommand):
         for row in rows:
             self.stdout.write(line(row).rstrip())
         self.stdout.write("")
+
+
+def unreachable_database(database: dict[str, Any], error: Exception) -> str:
+    """One line that says which database did not answer and what to do about it."""
+    if database["ENGINE"].endswith("sqlite3"):
+        return f"cannot open the SQLite database {database['NAME']}: {error}"
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    host = database.get("HOST") or "localhost"
+    where = f"{host}:{database.get('PORT') or 5432}"
+    if "does not exist" in reason:
+        user = database.get("USER") or "postgres"
+        advice = f"create it first (createdb -h {host} -U {user} {database['NAME']})"
+    else:
+        advice = "check that PostgreSQL runs there and that the database exists"
+    return (
+        f"cannot connect to PostgreSQL database {database['NAME']!r} on {where} "
+        f"(DATABASE_URL): {reason}. {advice[0].upper()}{advice[1:]}, "
+        "or unset DATABASE_URL to run the demo on SQLite."
+    )
