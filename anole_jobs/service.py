@@ -79,7 +79,7 @@ class Jobs:
             args=encoded,
             meta=job_meta,
             priority=job_priority,
-            max_attempts=spec.attempts,
+            max_attempts=spec.attempts_for(encoded),
             state="scheduled" if scheduled_at > now else "available",
             scheduled_at=scheduled_at,
             created_at=now,

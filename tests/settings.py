@@ -9,6 +9,8 @@ import os
 import tempfile
 import uuid
 
+import django
+
 RUN_ID = os.environ.get("ANOLE_TEST_RUN_ID") or uuid.uuid4().hex[:10]
 os.environ["ANOLE_TEST_RUN_ID"] = RUN_ID  # subprocesses (end-to-end tests) share it
 
@@ -54,5 +56,12 @@ CACHES = {
     "jobs": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": REDIS_TEST_URL},
 }
 ANOLE_JOBS = {"STORE": "memory", "RUN": "manual"}
+# The django.tasks backend (R39); tests/sampleapp/tasks.py declares tasks on it. Django 5.2
+# runs it on the django-tasks backport, an app of its own.
+TASKS = {
+    "default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": ["default", "mail"]},
+}
+if django.VERSION < (6,):
+    INSTALLED_APPS.append("django_tasks")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGGING_CONFIG = None

@@ -233,6 +233,12 @@ class Store(ABC):
         """Apply each fenced `Finish`, in as few round trips as the store allows; returns, per
         result, whether it was written (False: the run was no longer the job's current one)."""
 
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        """Replace the meta of the job `run` is running with `meta` (JSON), fenced like
+        `finish`: only while the job is running with that attempt and claim token. Returns
+        whether it was written. A run records its output this way (``meta["output"]``)."""
+        raise NotImplementedError(f"the {self.name} store cannot update a running job's meta")
+
     def relax_claim_durability(self) -> None:  # noqa: B027 - optional hook
         """Hook: the calling thread will use this store only to claim jobs (and give them
         back). A store may trade the durability of those writes for speed: a claim lost in a

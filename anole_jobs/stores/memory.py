@@ -224,6 +224,14 @@ class MemoryStore(Store):
         self._release_unique(row)
         return True
 
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        with self._lock:
+            row = self._rows.get(run.id)
+            if row is None or not row.fenced(run):
+                return False
+            row.meta = copy.deepcopy(dict(meta))
+            return True
+
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
         with self._lock:

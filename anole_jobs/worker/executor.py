@@ -60,12 +60,20 @@ class _Control:
         self.scope = scope
         self.completion_requested = False
         self.completion_committed = False
+        self.meta = dict(claimed.record.meta)
 
     def sleep(self, delay: timedelta) -> None:
         self.scope.sleep(delay)
 
     def check_cancelled(self) -> None:
         self.scope.check()
+
+    def record_output(self, output: Any) -> None:
+        self.scope.check()
+        meta = {**self.meta, "output": output}
+        if not self.executor.service.store.update_meta(self.claimed.run, meta):
+            raise Canceled("lost")  # the run is stale (R22): its output must not be written
+        self.meta = meta
 
     def complete_in(self, using: str) -> None:
         service = self.executor.service
@@ -150,7 +158,7 @@ class Executor:
             args: Any = codec.decode_args(handler.kind.args_type, job.args)
         except codec.DecodeError as exc:
             raise Discard(str(exc)) from None
-        timeout = handler.kind.timeout.total_seconds()
+        timeout = handler.kind.timeout_for(job.args).total_seconds()
         if handler.is_async:
             self._call_async(handler, job, args, scope, timeout)
             return
@@ -225,7 +233,7 @@ class Executor:
                     scheduled_at=now,
                     give_back_attempt=True,
                 )
-            timeout = handler.kind.timeout
+            timeout = handler.kind.timeout_for(job.args)
             entry = self._entry(
                 job, now, "Timeout", f"the run exceeded its timeout of {timeout}", None
             )

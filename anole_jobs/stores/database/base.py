@@ -301,6 +301,18 @@ class SQLStore(Store):
                 written.extend(result.run.id in ids for result in chunk)
         return written
 
+    #: How a JSON parameter is written in SQL (PostgreSQL casts the text to jsonb).
+    json_parameter = "%s"
+
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.job_table} SET meta = {self.json_parameter}"
+                " WHERE id = %s AND attempt = %s AND claim_token = %s AND state = 'running'",
+                [encode_json(dict(meta)), run.id, run.attempt, run.token],
+            )
+            return cursor.rowcount > 0
+
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
         if limit <= 0:

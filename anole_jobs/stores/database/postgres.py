@@ -41,6 +41,7 @@ class PostgresStore(SQLStore):
     name = "postgresql"
     vendor = "postgresql"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    json_parameter = "%s::jsonb"
 
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)

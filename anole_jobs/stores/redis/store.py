@@ -293,6 +293,9 @@ class RedisStore(Store):
             )
         return [ok == 1 for ok in self._run("finish", *args)]
 
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        return self._run("update_meta", run.id, run.attempt, run.token, _json(dict(meta))) == 1
+
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
         return self._chunked(limit, lambda chunk: int(self._run("stage", time_key(now), chunk)))
