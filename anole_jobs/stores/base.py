@@ -221,6 +221,10 @@ class Store(ABC):
         Each claimed job becomes ``running`` with attempt + 1, a claim token greater than any
         it had, `attempted_at` = now, and a lease until `lease_until`. Two concurrent claims
         never return the same job.
+
+        A paused queue (see `pause`) yields no job. The store decides it atomically with the
+        claim (in the same statement, script or lock), so a claim that starts after `pause`
+        returned never takes a job of that queue; neither the runtime nor `step()` checks.
         """
 
     @abstractmethod
@@ -311,6 +315,24 @@ class Store(ABC):
     @abstractmethod
     def delete(self, job_id: int) -> bool:
         """Delete the job whatever its state; False if there was none."""
+
+    # -- queue pause (R36) -------------------------------------------------------------------
+    @abstractmethod
+    def pause(self, queue: str, *, now: datetime) -> bool:
+        """Pause `queue` for every instance: from now on `claim` returns none of its jobs,
+        which stay as they are (``available`` ones stay ``available``; running ones finish).
+        Any queue name may be paused, configured or not, with jobs or none. Idempotent: True
+        when this call paused it, False when it was paused already (its pause time is kept).
+        The pause is stored in the store, so durable stores keep it across restarts."""
+
+    @abstractmethod
+    def resume(self, queue: str) -> bool:
+        """Let `claim` take `queue`'s jobs again. Idempotent: True when it was paused. The
+        caller wakes the workers (`wake`) so they claim at once rather than at their poll."""
+
+    @abstractmethod
+    def paused_queues(self) -> dict[str, datetime]:
+        """``{queue: paused_at}`` for every paused queue."""
 
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:

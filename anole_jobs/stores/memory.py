@@ -99,6 +99,7 @@ class MemoryStore(Store):
         self._available: dict[str, set[int]] = {}
         self._leader: tuple[str, datetime] | None = None
         self._cron: dict[str, CronState] = {}
+        self._paused: dict[str, datetime] = {}  # queue -> when it was paused
 
     # -- helpers ---------------------------------------------------------------------------
     def _set_state(self, row: _Row, state: State) -> None:
@@ -170,6 +171,8 @@ class MemoryStore(Store):
         worker: str,
     ) -> list[ClaimedJob]:
         with self._lock:
+            if queue in self._paused:
+                return []
             due = [
                 row
                 for row in (self._rows[i] for i in self._available.get(queue, ()))
@@ -399,6 +402,22 @@ class MemoryStore(Store):
             if row.unique_key is not None and self._unique.get(row.unique_key) == job_id:
                 del self._unique[row.unique_key]
             return True
+
+    # -- queue pause ------------------------------------------------------------------------
+    def pause(self, queue: str, *, now: datetime) -> bool:
+        with self._lock:
+            if queue in self._paused:
+                return False
+            self._paused[queue] = now
+            return True
+
+    def resume(self, queue: str) -> bool:
+        with self._lock:
+            return self._paused.pop(queue, None) is not None
+
+    def paused_queues(self) -> dict[str, datetime]:
+        with self._lock:
+            return dict(self._paused)
 
     # -- test helpers ----------------------------------------------------------------------
     def _debug_row(self, job_id: int) -> _Row:
