@@ -246,9 +246,7 @@ def empty_store() -> int:
     ids = list(_all_ids(jobs))
     for job_id in ids:
         jobs.delete(job_id)
-    queues = getattr(jobs, "queues", None)
-    if queues is not None:
-        for queue in queues():
-            if queue.paused:
-                jobs.resume(queue.name)  # type: ignore[attr-defined]
+    for queue in jobs.queues():
+        if queue.paused:
+            jobs.resume(queue.name)
     return len(ids)

@@ -131,6 +131,12 @@ def test_empty_store_deletes_every_job(env, anole_jobs):
     assert anole_jobs.counts() == {}
 
 
+def test_empty_store_resumes_paused_queues(env, anole_jobs):
+    anole_jobs.pause("mail")
+    empty_store()
+    assert [queue.name for queue in anole_jobs.queues() if queue.paused] == []
+
+
 def test_bad_arguments_say_what_to_pass(anole_jobs):
     with pytest.raises(TypeError, match="kind name .* or an args dataclass"):
         assert_enqueued(42)  # type: ignore[arg-type]
