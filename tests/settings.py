@@ -30,6 +30,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
 ROOT_URLCONF = "tests.urls"
+STATIC_URL = "/static/"  # pytest-django's live_server serves static files under it
 _TMP = os.path.join(tempfile.gettempdir(), f"anole_tests_{RUN_ID}")
 os.makedirs(_TMP, exist_ok=True)
 PG_HOST = os.environ.get("ANOLE_TEST_PG_HOST", "127.0.0.1")

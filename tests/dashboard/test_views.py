@@ -66,7 +66,7 @@ def test_the_queue_page_shows_depth_pause_and_the_last_hour(dashboard_jobs, staf
     assert page.status_code == 200 and page["Content-Type"].startswith("text/html")
     html = page.content.decode()
     default_row = html[html.index(">default</a>") : html.index(">mail</a>")]
-    assert '<td class="num">1</td>' in default_row  # one waiting (the delayed job)
+    assert '<td data-label="Waiting" class="num">1</td>' in default_row  # the delayed job
     assert "Paused" in html and 'aria-label="Resume queue mail"' in html
     assert 'aria-label="Pause queue default"' in html
     assert 'aria-label="1 completed jobs in default"' in html
