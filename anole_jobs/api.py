@@ -21,7 +21,7 @@ from anole_jobs.durations import Duration
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.job import Job
 from anole_jobs.kinds import registry, spec_of
-from anole_jobs.records import Enqueued, StepReport
+from anole_jobs.records import Enqueued, QueueRecord, StepReport
 from anole_jobs.schedules import CronRecord
 from anole_jobs.service import OPTION_NAMES, Jobs, refuse_unknown_options
 from anole_jobs.stores import open_store
@@ -223,6 +223,21 @@ class JobsFacade:
     def cron_trigger(self, name: str) -> Enqueued:
         """Enqueue cron entry `name`'s job now, outside its schedule (`LookupError` if unknown)."""
         return self.service.cron_trigger(name)
+
+    # -- queue pause (R36) -------------------------------------------------------------------
+    def pause(self, queue: str) -> QueueRecord:
+        """Pause `queue` for every instance: within about a second none claims its jobs
+        (running ones finish; the others stay available). Idempotent; any queue name. Stored
+        in the store, so it survives restarts on durable stores."""
+        return self.service.pause(queue)
+
+    def resume(self, queue: str) -> QueueRecord:
+        """Resume `queue`; its workers are woken at once. Idempotent."""
+        return self.service.resume(queue)
+
+    def queues(self) -> builtins.list[QueueRecord]:
+        """One record (`name, paused, counts`) per queue known from QUEUES, jobs or a pause."""
+        return self.service.queues()
 
     # -- running -----------------------------------------------------------------------------
     def step(self) -> StepReport:

@@ -1,9 +1,14 @@
 """The Django app: `ready()` autodiscovers each installed app's `jobs` module (like admin.py),
-registers the system checks, and starts no thread and raises nothing."""
+registers the system checks and, with the django.tasks backend configured, its job kind; it
+starts no thread and raises nothing."""
 
 from __future__ import annotations
 
+import contextlib
+from importlib import import_module
+
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules
 
 
@@ -17,3 +22,22 @@ class AnoleJobsConfig(AppConfig):
         from anole_jobs import checks  # noqa: F401 - registers the system checks
 
         autodiscover_modules("jobs")
+        _register_task_kind()
+
+
+def _register_task_kind() -> None:
+    """With `AnoleBackend` in ``TASKS``, register the ``django.tasks`` kind's handler, so a
+    worker runs tasks even if nothing in it ever enqueues one. Raises nothing: a missing
+    tasks framework is reported when the backend is used."""
+    from django.conf import settings
+
+    backends = getattr(settings, "TASKS", None)
+    if not isinstance(backends, dict):
+        return
+    if not any(
+        isinstance(params, dict) and str(params.get("BACKEND", "")).startswith("anole_jobs.")
+        for params in backends.values()
+    ):
+        return
+    with contextlib.suppress(ImproperlyConfigured):
+        import_module("anole_jobs.tasks.calls")

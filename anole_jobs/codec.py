@@ -187,6 +187,12 @@ def encode_args(value: object) -> dict[str, Any]:
     return _convert(value, type(value).__name__, rich=True)
 
 
+def encode_value(value: object, *, name: str = "value") -> Any:
+    """Return any value in the JSON form argument encoding gives it (test helpers compare a
+    user's expected args with stored ones this way); `InvalidJob` names what is not JSON."""
+    return _convert(value, name, rich=True)
+
+
 def ensure_json_object(value: object, *, name: str = "meta") -> dict[str, Any]:
     """Return `value` as a fresh dict of plain JSON types (None gives ``{}``).
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from anole_jobs.codec import DecodeError, decode_args
+from anole_jobs.codec import DecodeError, decode_args, encode_value
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import Discard, InvalidJob, RetryIn, Snooze
 
@@ -24,6 +24,7 @@ class RunControl(Protocol):
     def sleep(self, delay: timedelta) -> None: ...
     def check_cancelled(self) -> None: ...
     def complete_in(self, using: str) -> None: ...
+    def record_output(self, output: Any) -> None: ...
 
 
 def _delay(value: Duration, what: str) -> timedelta:
@@ -117,6 +118,14 @@ class Job:
     def check_cancelled(self) -> None:
         """Raise `Canceled` if the run was cancelled (timeout, drain, lost lease)."""
         self._control.check_cancelled()
+
+    def record_output(self, output: object) -> None:
+        """Store `output` (JSON: a dict, list, str, number, bool or None) as this run's result,
+        in the job's meta under ``"output"``, at once (a later run overwrites it). Raises
+        `InvalidJob` for a value that is not JSON, and `Canceled` when the run was lost."""
+        encoded = encode_value(output, name="output")
+        self._control.record_output(encoded)
+        self.meta["output"] = encoded
 
     def complete_in(self, *, using: str) -> None:
         """Mark this job completed inside the open `transaction.atomic(using=...)` (R20)."""

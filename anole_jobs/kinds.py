@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -40,6 +40,18 @@ class KindSpec:
     backoff: Backoff | None = None
     timeout: timedelta = timedelta(minutes=15)
     unique: Unique | None = None
+    #: Per-job overrides read from a job's encoded args, for a kind whose options travel with
+    #: each job (the django.tasks backend's); returning None keeps the kind's own value.
+    attempts_of: Callable[[Mapping[str, Any]], int | None] | None = None
+    timeout_of: Callable[[Mapping[str, Any]], timedelta | None] | None = None
+
+    def attempts_for(self, args: Mapping[str, Any]) -> int:
+        value = self.attempts_of(args) if self.attempts_of is not None else None
+        return self.attempts if value is None else value
+
+    def timeout_for(self, args: Mapping[str, Any]) -> timedelta:
+        value = self.timeout_of(args) if self.timeout_of is not None else None
+        return self.timeout if value is None else value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,6 +181,20 @@ def kind(
         return cls
 
     return decorate
+
+
+def set_job_options(
+    args_type: type,
+    *,
+    attempts_of: Callable[[Mapping[str, Any]], int | None] | None = None,
+    timeout_of: Callable[[Mapping[str, Any]], timedelta | None] | None = None,
+) -> KindSpec:
+    """Let each job of `args_type`'s kind carry its own attempts and timeout in its args
+    (read by `attempts_of`/`timeout_of`); call before registering its handler."""
+    spec = dataclasses.replace(spec_of(args_type), attempts_of=attempts_of, timeout_of=timeout_of)
+    registry.add_kind(spec)
+    setattr(args_type, KIND_ATTRIBUTE, spec)
+    return spec
 
 
 def spec_of(args_type: type) -> KindSpec:

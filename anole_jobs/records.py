@@ -1,7 +1,9 @@
-"""Public result types: `Enqueued`, `StepReport` and its `RunRecord`s. Leaf module."""
+"""Public result types: `Enqueued`, `StepReport` and its `RunRecord`s, `QueueRecord`. Leaf
+module."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,3 +46,13 @@ class StepReport:
     def outcomes(self) -> dict[int, Outcome]:
         """``{job_id: outcome}`` of this step's runs (the last run of each job)."""
         return {run.job_id: run.outcome for run in self.runs}
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueRecord:
+    """One queue as `jobs.queues()` reports it (R36): whether it is paused, and its jobs
+    counted by state (``{state: n}``, states with none omitted)."""
+
+    name: str
+    paused: bool
+    counts: Mapping[str, int]

@@ -23,7 +23,7 @@ from anole_jobs.conf import Settings
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob
 from anole_jobs.kinds import KindSpec, Registry, check_priority, spec_of
-from anole_jobs.records import Enqueued
+from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
 from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord, ListFilter, NewJob, Store
 from anole_jobs.stores.instrumented import instrument
@@ -128,7 +128,7 @@ class Jobs:
             args=encoded,
             meta=job_meta,
             priority=job_priority,
-            max_attempts=spec.attempts,
+            max_attempts=spec.attempts_for(encoded),
             state="scheduled" if scheduled_at > now else "available",
             scheduled_at=scheduled_at,
             created_at=now,
@@ -374,8 +374,56 @@ class Jobs:
         known = ", ".join(repr(entry.name) for entry in entries) or "none"
         raise LookupError(f"no cron entry named {name!r}; entries: {known}")
 
+    # -- queue pause (R36) -----------------------------------------------------------------
+    def pause(self, queue: str) -> QueueRecord:
+        """Pause `queue` in the store (every instance stops claiming it); idempotent."""
+        name = queue_name(queue)
+        if self.store.pause(name, now=self.clock()):
+            logger.info("queue %s paused: no instance claims its jobs until it is resumed", name)
+        return self.queue(name)
+
+    def resume(self, queue: str) -> QueueRecord:
+        """Resume `queue` and wake the workers so they claim at once; idempotent."""
+        name = queue_name(queue)
+        if self.store.resume(name):
+            logger.info("queue %s resumed", name)
+            self.store.wake([name])
+        return self.queue(name)
+
+    def queues(self) -> builtins.list[QueueRecord]:
+        """Every queue known from QUEUES, stored jobs or a pause, by name."""
+        counts = self.store.counts()
+        paused = self.store.paused_queues()
+        names = sorted(set(self.settings.queues) | set(counts) | set(paused))
+        return [
+            QueueRecord(name=name, paused=name in paused, counts=counts.get(name, {}))
+            for name in names
+        ]
+
+    def queue(self, name: str) -> QueueRecord:
+        """One queue's record (any name: a queue nobody used has no jobs and no pause)."""
+        name = queue_name(name)
+        return QueueRecord(
+            name=name,
+            paused=name in self.store.paused_queues(),
+            counts=self.store.counts().get(name, {}),
+        )
+
     def lease(self) -> timedelta:
         return self.settings.lease
+
+
+def queue_name(value: object) -> str:
+    """`value` if it can name a queue in every store, else `InvalidJob` saying why."""
+    if not isinstance(value, str) or not value:
+        raise InvalidJob(f"a queue name is a non-empty string, got {value!r}")
+    if "\x00" in value:
+        raise InvalidJob(f"a queue name cannot contain NUL characters, got {value!r}")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise InvalidJob(f"a queue name must be valid Unicode text, got {value!r}") from None
+    return value
 
 
 def _job_id(value: object) -> int:

@@ -9,6 +9,8 @@ import os
 import tempfile
 import uuid
 
+import django
+
 RUN_ID = os.environ.get("ANOLE_TEST_RUN_ID") or uuid.uuid4().hex[:10]
 os.environ["ANOLE_TEST_RUN_ID"] = RUN_ID  # subprocesses (end-to-end tests) share it
 
@@ -28,6 +30,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
 ROOT_URLCONF = "tests.urls"
+STATIC_URL = "/static/"  # pytest-django's live_server serves static files under it
 _TMP = os.path.join(tempfile.gettempdir(), f"anole_tests_{RUN_ID}")
 os.makedirs(_TMP, exist_ok=True)
 PG_HOST = os.environ.get("ANOLE_TEST_PG_HOST", "127.0.0.1")
@@ -54,5 +57,12 @@ CACHES = {
     "jobs": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": REDIS_TEST_URL},
 }
 ANOLE_JOBS = {"STORE": "memory", "RUN": "manual"}
+# The django.tasks backend (R39); tests/sampleapp/tasks.py declares tasks on it. Django 5.2
+# runs it on the django-tasks backport, an app of its own.
+TASKS = {
+    "default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": ["default", "mail"]},
+}
+if django.VERSION < (6,):
+    INSTALLED_APPS.append("django_tasks")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGGING_CONFIG = None

@@ -240,6 +240,10 @@ class Store(ABC):
         Each claimed job becomes ``running`` with attempt + 1, a claim token greater than any
         it had, `attempted_at` = now, and a lease until `lease_until`. Two concurrent claims
         never return the same job.
+
+        A paused queue (see `pause`) yields no job. The store decides it atomically with the
+        claim (in the same statement, script or lock), so a claim that starts after `pause`
+        returned never takes a job of that queue; neither the runtime nor `step()` checks.
         """
 
     @abstractmethod
@@ -251,6 +255,12 @@ class Store(ABC):
     def finish(self, results: Sequence[Finish]) -> list[bool]:
         """Apply each fenced `Finish`, in as few round trips as the store allows; returns, per
         result, whether it was written (False: the run was no longer the job's current one)."""
+
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        """Replace the meta of the job `run` is running with `meta` (JSON), fenced like
+        `finish`: only while the job is running with that attempt and claim token. Returns
+        whether it was written. A run records its output this way (``meta["output"]``)."""
+        raise NotImplementedError(f"the {self.name} store cannot update a running job's meta")
 
     def relax_claim_durability(self) -> None:  # noqa: B027 - optional hook
         """Hook: the calling thread will use this store only to claim jobs (and give them
@@ -326,6 +336,24 @@ class Store(ABC):
     @abstractmethod
     def delete(self, job_id: int) -> bool:
         """Delete the job whatever its state; False if there was none."""
+
+    # -- queue pause (R36) -------------------------------------------------------------------
+    @abstractmethod
+    def pause(self, queue: str, *, now: datetime) -> bool:
+        """Pause `queue` for every instance: from now on `claim` returns none of its jobs,
+        which stay as they are (``available`` ones stay ``available``; running ones finish).
+        Any queue name may be paused, configured or not, with jobs or none. Idempotent: True
+        when this call paused it, False when it was paused already (its pause time is kept).
+        The pause is stored in the store, so durable stores keep it across restarts."""
+
+    @abstractmethod
+    def resume(self, queue: str) -> bool:
+        """Let `claim` take `queue`'s jobs again. Idempotent: True when it was paused. The
+        caller wakes the workers (`wake`) so they claim at once rather than at their poll."""
+
+    @abstractmethod
+    def paused_queues(self) -> dict[str, datetime]:
+        """``{queue: paused_at}`` for every paused queue."""
 
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:

@@ -102,6 +102,11 @@ class InstrumentedStore(Store):
             return self.inner.finish(results)
         return self._timed("finish", self.inner.finish, results)
 
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        if not self.bus.listeners:
+            return self.inner.update_meta(run, meta)
+        return self._timed("update_meta", self.inner.update_meta, run, meta)
+
     def relax_claim_durability(self) -> None:
         self.inner.relax_claim_durability()
 
@@ -136,6 +141,7 @@ class InstrumentedStore(Store):
     def resign(self, *, instance: str) -> None:
         if not self.bus.listeners:
             self.inner.resign(instance=instance)
+            return
         self._timed("resign", self.inner.resign, instance=instance)
 
     # -- cron ------------------------------------------------------------------------------
@@ -180,10 +186,27 @@ class InstrumentedStore(Store):
             return self.inner.delete(job_id)
         return self._timed("delete", self.inner.delete, job_id)
 
+    # -- queue pause -----------------------------------------------------------------------
+    def pause(self, queue: str, *, now: datetime) -> bool:
+        if not self.bus.listeners:
+            return self.inner.pause(queue, now=now)
+        return self._timed("pause", self.inner.pause, queue, now=now)
+
+    def resume(self, queue: str) -> bool:
+        if not self.bus.listeners:
+            return self.inner.resume(queue)
+        return self._timed("resume", self.inner.resume, queue)
+
+    def paused_queues(self) -> dict[str, datetime]:
+        if not self.bus.listeners:
+            return self.inner.paused_queues()
+        return self._timed("paused_queues", self.inner.paused_queues)
+
     # -- wake-ups (the wrapped store's hub, never a second one) ------------------------------
     def wake(self, queues: Collection[str]) -> None:
         if not self.bus.listeners:
             self.inner.wake(queues)
+            return
         self._timed("wake", self.inner.wake, queues)
 
     def subscribe(self, queues: Collection[str]) -> Subscription:

@@ -100,6 +100,7 @@ class MemoryStore(Store):
         self._available: dict[str, set[int]] = {}
         self._leader: tuple[str, datetime] | None = None
         self._cron: dict[str, CronState] = {}
+        self._paused: dict[str, datetime] = {}  # queue -> when it was paused
 
     # -- helpers ---------------------------------------------------------------------------
     def _set_state(self, row: _Row, state: State) -> None:
@@ -178,6 +179,8 @@ class MemoryStore(Store):
         worker: str,
     ) -> list[ClaimedJob]:
         with self._lock:
+            if queue in self._paused:
+                return []
             due = [
                 row
                 for row in (self._rows[i] for i in self._available.get(queue, ()))
@@ -231,6 +234,14 @@ class MemoryStore(Store):
             row.scheduled_at = result.scheduled_at
         self._release_unique(row)
         return True
+
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        with self._lock:
+            row = self._rows.get(run.id)
+            if row is None or not row.fenced(run):
+                return False
+            row.meta = copy.deepcopy(dict(meta))
+            return True
 
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
@@ -403,6 +414,22 @@ class MemoryStore(Store):
             if row.unique_key is not None and self._unique.get(row.unique_key) == job_id:
                 del self._unique[row.unique_key]
             return True
+
+    # -- queue pause ------------------------------------------------------------------------
+    def pause(self, queue: str, *, now: datetime) -> bool:
+        with self._lock:
+            if queue in self._paused:
+                return False
+            self._paused[queue] = now
+            return True
+
+    def resume(self, queue: str) -> bool:
+        with self._lock:
+            return self._paused.pop(queue, None) is not None
+
+    def paused_queues(self) -> dict[str, datetime]:
+        with self._lock:
+            return dict(self._paused)
 
     # -- test helpers ----------------------------------------------------------------------
     def _debug_row(self, job_id: int) -> _Row:

@@ -51,12 +51,20 @@ class _Control:
         self.scope = scope
         self.completion_requested = False
         self.completion_committed = False
+        self.meta = dict(claimed.record.meta)
 
     def sleep(self, delay: timedelta) -> None:
         self.scope.sleep(delay)
 
     def check_cancelled(self) -> None:
         self.scope.check()
+
+    def record_output(self, output: Any) -> None:
+        self.scope.check()
+        meta = {**self.meta, "output": output}
+        if not self.executor.service.store.update_meta(self.claimed.run, meta):
+            raise Canceled("lost")  # the run is stale (R22): its output must not be written
+        self.meta = meta
 
     def complete_in(self, using: str) -> None:
         service = self.executor.service
@@ -133,7 +141,7 @@ class Executor:
             trace_id=span.trace_id,
             span_id=span.span_id,
         )
-        scope.time_out_after(handler.kind.timeout.total_seconds())
+        scope.time_out_after(handler.kind.timeout_for(record.args).total_seconds())
         self.service.bus.emit(
             events.RUN_STARTED,
             queue=record.queue,
@@ -219,7 +227,7 @@ class Executor:
                 return "lost", None
             if scope.reason == "drain":
                 return "interrupted", give_back(run, now)
-            timeout = handler.kind.timeout
+            timeout = handler.kind.timeout_for(job.args)
             entry = self._entry(
                 job, now, "Timeout", f"the run exceeded its timeout of {timeout}", None
             )

@@ -187,6 +187,7 @@ def test_a_custom_prefix_keeps_the_migration_clean_and_matches_the_ddl(tmp_path:
         "custom_job",
         "custom_leader",
         "custom_cron",
+        "custom_queue",
     }
     assert schema == sqlite_schema(ddl_database(tmp_path / "ddl.sqlite3", "custom_"), "custom_")
 
@@ -198,8 +199,10 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
     migrated = _run_django(tmp_path, "anole_jobs_", False, "migrate", "anole_jobs", "-v0")
     assert sqlite_schema(migrated) == set()
     with sqlite3.connect(migrated) as db:  # ...yet the migration is recorded as applied
-        applied = db.execute("SELECT name FROM django_migrations WHERE app = 'anole_jobs'")
-        assert [name for (name,) in applied] == ["0001_initial"]
+        applied = db.execute(
+            "SELECT name FROM django_migrations WHERE app = 'anole_jobs' ORDER BY name"
+        )
+        assert [name for (name,) in applied] == ["0001_initial", "0002_queue"]
 
 
 @pytest.mark.django_db(databases=["default"], transaction=True)
@@ -247,7 +250,7 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
                 cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 26 and len(expected["indexes"]) == 13
+    assert len(expected["columns"]) == 28 and len(expected["indexes"]) == 15
     assert built == expected
 
 

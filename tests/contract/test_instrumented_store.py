@@ -112,3 +112,34 @@ def test_no_store_module_emits_events_itself():
             if any(name.startswith("anole_jobs.events") for name in names):
                 offenders.append(str(path.relative_to(STORES_DIR)))
     assert offenders == []
+
+
+@pytest.mark.parametrize("listening", [False, True], ids=["quiet", "listening"])
+@pytest.mark.parametrize("method", ["wake", "resign", "counts", "paused_queues"])
+def test_each_call_reaches_the_store_once(method, listening):
+    """Whether or not someone listens, the wrapped store sees each call exactly once (a wake
+    sent twice would wake every worker twice)."""
+    bus = events.EventBus()
+    inner = MemoryStore()
+    seen: list[str] = []
+    original = getattr(inner, method)
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        seen.append(method)
+        return original(*args, **kwargs)
+
+    setattr(inner, method, counting)
+    store = instrument(inner, bus=bus, timer=float)
+    unsubscribe = bus.subscribe(lambda event: None) if listening else (lambda: None)
+    try:
+        arguments: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+            "wake": ((["default"],), {}),
+            "resign": ((), {"instance": "a"}),
+            "counts": ((), {}),
+            "paused_queues": ((), {}),
+        }
+        args, kwargs = arguments[method]
+        getattr(store, method)(*args, **kwargs)
+    finally:
+        unsubscribe()
+    assert seen == [method]

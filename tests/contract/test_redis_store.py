@@ -153,7 +153,8 @@ def test_lua_and_python_build_the_same_key_names(store: RedisStore) -> None:
     script = LUA + (
         "return {K_next_id(), K_job('7'), K_av('a:b', 'c'), K_av('a', 'b:c'), K_ak('q'),"
         " K_waiting(), K_running(), K_fin('dead'), K_st('available'), K_all(), K_queue('q'),"
-        " K_kind('k'), K_u('x'), K_counts(), K_leader(), K_cron(), pid(42), member_id('0042'),"
+        " K_kind('k'), K_u('x'), K_counts(), K_leader(), K_cron(), K_paused(), pid(42),"
+        " member_id('0042'),"
         " K_av('é', 'k')}"
     )
     got = [value.decode() for value in store.client.eval(script, 0, keys.prefix)]
@@ -174,6 +175,7 @@ def test_lua_and_python_build_the_same_key_names(store: RedisStore) -> None:
         keys.counts(),
         keys.leader(),
         keys.cron(),
+        keys.paused(),
         "0000000000000000042",
         "42",
         keys.available("é", "k"),  # Lua's # counts bytes, as len(queue.encode()) does

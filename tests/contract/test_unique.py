@@ -1,8 +1,9 @@
 """Unique jobs (R25) on every store: each mode, each way a key is freed or kept, batches, and
 real concurrent enqueues of one key.
 
-Driven through the public facade in manual mode; time moves only when a test advances the
-fake clock, and threads meet at a barrier — nothing sleeps.
+Driven through the public facade in manual mode (some tests through the pytest plugin's
+`anole_jobs` fixture and the `anole_jobs.testing` assertions); time moves only when a test
+advances the fake clock, and threads meet at a barrier — nothing sleeps.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from anole_jobs import Enqueued, Job, Unique, jobs, kind
 from anole_jobs.events import ENQUEUED, Event
 from anole_jobs.stores.base import LIVE_STATES, Finish
+from anole_jobs.testing import all_enqueued, assert_enqueued, drain, refute_enqueued
 from tests.concurrency import race
 
 
@@ -213,12 +215,15 @@ def test_live_key_is_freed_when_rescue_kills_the_job(env):
     assert again.inserted and again.id != job.id
 
 
-def test_admin_retry_takes_the_key_back(env):
-    job = env.jobs.enqueue(UJob(1, outcome="discard"), unique=Unique())
-    env.jobs.step()
-    assert record(env, job.id).state == "dead"
-    assert env.jobs.retry(job.id).state == "available"
-    assert env.jobs.enqueue(UJob(1, outcome="discard"), unique=Unique()) == Enqueued(job.id, False)
+def test_admin_retry_takes_the_key_back(env, anole_jobs):
+    job = anole_jobs.enqueue(UJob(1, outcome="discard"), unique=Unique())
+    assert drain() == {"dead": 1}
+    refute_enqueued(UJob)
+    assert anole_jobs.retry(job.id).state == "available"
+    assert assert_enqueued(UJob, args={"n": 1}).id == job.id
+    assert anole_jobs.enqueue(UJob(1, outcome="discard"), unique=Unique()) == Enqueued(
+        job.id, False
+    )
 
 
 def test_admin_retry_never_makes_two_live_jobs_with_one_key(env):
@@ -264,23 +269,25 @@ def test_any_key_holds_after_dead_and_cancelled(env, ending):
     assert env.jobs.enqueue(UJob(1, outcome="discard"), unique=unique) == Enqueued(job.id, False)
 
 
-def test_deleting_the_holder_frees_an_any_key(env):
+def test_deleting_the_holder_frees_an_any_key(env, anole_jobs):
     unique = Unique(scope="any")
-    job = env.jobs.enqueue(UJob(1), unique=unique)
-    env.jobs.step()
-    assert env.jobs.delete(job.id) is True
-    again = env.jobs.enqueue(UJob(1), unique=unique)
+    job = anole_jobs.enqueue(UJob(1), unique=unique)
+    assert drain() == {"completed": 1}
+    assert anole_jobs.delete(job.id) is True
+    again = anole_jobs.enqueue(UJob(1), unique=unique)
     assert again.inserted and again.id != job.id
+    assert assert_enqueued(UJob).id == again.id
 
 
 # -- declared on the kind ----------------------------------------------------------------------
 
 
-def test_kind_level_unique_applies_without_an_option(env):
-    first = env.jobs.enqueue(UKindLive(1))
-    assert env.jobs.enqueue(UKindLive(1)) == Enqueued(first.id, False)
-    assert env.jobs.enqueue(UKindLive(2)).inserted
-    assert record(env, first.id).unique_key is not None
+def test_kind_level_unique_applies_without_an_option(env, anole_jobs):
+    first = anole_jobs.enqueue(UKindLive(1))
+    assert anole_jobs.enqueue(UKindLive(1)) == Enqueued(first.id, False)
+    assert anole_jobs.enqueue(UKindLive(2)).inserted
+    assert assert_enqueued(UKindLive, args={"n": 1}).unique_key is not None
+    assert [job.args["n"] for job in all_enqueued(UKindLive)] == [1, 2]
 
 
 def test_per_enqueue_unique_overrides_the_kind(env):
@@ -306,20 +313,21 @@ def test_per_enqueue_unique_overrides_the_kind(env):
 # -- batches and events ----------------------------------------------------------------------------
 
 
-def test_enqueue_many_reports_each_job(env):
-    existing = env.jobs.enqueue(UJob(1), unique=Unique())
-    results = env.jobs.enqueue_many([UJob(1), UJob(2), UJob(2), UJob(3)], unique=Unique())
+def test_enqueue_many_reports_each_job(env, anole_jobs):
+    existing = anole_jobs.enqueue(UJob(1), unique=Unique())
+    results = anole_jobs.enqueue_many([UJob(1), UJob(2), UJob(2), UJob(3)], unique=Unique())
     assert results[0] == Enqueued(existing.id, False)
     assert results[1].inserted and results[2] == Enqueued(results[1].id, False)
     assert results[3].inserted and results[3].id not in (existing.id, results[1].id)
-    assert env.jobs.counts() == {"default": {"available": 3}}
+    assert [job.args["n"] for job in all_enqueued(UJob)] == [1, 2, 3]
 
 
-def test_enqueue_many_uses_the_kind_level_unique(env):
-    existing = env.jobs.enqueue(UKindLive(5))
-    results = env.jobs.enqueue_many([UKindLive(5), UKindLive(6), UKindLive(6)])
+def test_enqueue_many_uses_the_kind_level_unique(env, anole_jobs):
+    existing = anole_jobs.enqueue(UKindLive(5))
+    results = anole_jobs.enqueue_many([UKindLive(5), UKindLive(6), UKindLive(6)])
     assert [r.inserted for r in results] == [False, True, False]
     assert results[0].id == existing.id and results[2].id == results[1].id
+    assert assert_enqueued(UKindLive, args={"n": 6}).id == results[1].id
 
 
 def test_duplicates_are_reported_as_enqueued_events_with_inserted_false(env):

@@ -110,6 +110,7 @@ class SQLStore(Store):
         self.job_table = f'"{self.tables.job}"'
         self.leader_table = f'"{self.tables.leader}"'
         self.cron_table = f'"{self.tables.cron}"'
+        self.queue_table = f'"{self.tables.queue}"'
         #: The LISTEN/NOTIFY channel (PostgreSQL); a listener thread subscribes to it.
         self.channel = channel(self.prefix)
         self.notify = False
@@ -160,6 +161,14 @@ class SQLStore(Store):
     @abstractmethod
     def write_lock(self) -> AbstractContextManager[None]:
         """A transaction that writes several statements atomically (joins an open one)."""
+
+    def not_paused(self) -> str:
+        """The claim's condition that its queue (one ``%s`` parameter) is not paused: part of
+        the claim statement, so a pause committed before the claim began always holds."""
+        return (
+            f" AND NOT EXISTS (SELECT 1 FROM {self.queue_table}"
+            " WHERE name = %s AND paused_at IS NOT NULL)"
+        )
 
     #: Appended to the subqueries that pick rows to change (PostgreSQL: skip rows others hold).
     skip_locked = ""
@@ -300,6 +309,18 @@ class SQLStore(Store):
                 ids = self.finish_rows(cursor, chunk)
                 written.extend(result.run.id in ids for result in chunk)
         return written
+
+    #: How a JSON parameter is written in SQL (PostgreSQL casts the text to jsonb).
+    json_parameter = "%s"
+
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.job_table} SET meta = {self.json_parameter}"
+                " WHERE id = %s AND attempt = %s AND claim_token = %s AND state = 'running'",
+                [encode_json(dict(meta)), run.id, run.attempt, run.token],
+            )
+            return cursor.rowcount > 0
 
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
@@ -485,6 +506,33 @@ class SQLStore(Store):
         with self.cursor() as cursor:
             cursor.execute(f"DELETE FROM {self.job_table} WHERE id = %s", [job_id])
             return cursor.rowcount > 0
+
+    # -- queue pause ------------------------------------------------------------------------
+    def pause(self, queue: str, *, now: datetime) -> bool:
+        table = self.queue_table
+        row = self.fetch_one(
+            f"INSERT INTO {table} (name, paused_at) VALUES (%s, %s)"
+            f" ON CONFLICT (name) DO UPDATE SET paused_at = excluded.paused_at"
+            f" WHERE {table}.paused_at IS NULL RETURNING name",
+            [queue, self.encode_time(now)],
+        )
+        return row is not None
+
+    def resume(self, queue: str) -> bool:
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.queue_table} SET paused_at = NULL"
+                " WHERE name = %s AND paused_at IS NOT NULL",
+                [queue],
+            )
+            return cursor.rowcount > 0
+
+    def paused_queues(self) -> dict[str, datetime]:
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT name, paused_at FROM {self.queue_table} WHERE paused_at IS NOT NULL"
+            )
+            return {name: self.decode_time(at) for name, at in cursor.fetchall()}  # type: ignore[misc]
 
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:

@@ -44,15 +44,18 @@ def configured() -> tuple[str, bool]:
 
 @dataclass(frozen=True)
 class Tables:
-    """The three table names for one prefix."""
+    """The table names for one prefix."""
 
     job: str
     leader: str
     cron: str
+    queue: str  # one row per queue that was ever paused (migration 0002)
 
 
 def tables(prefix: str) -> Tables:
-    return Tables(job=prefix + "job", leader=prefix + "leader", cron=prefix + "cron")
+    return Tables(
+        job=prefix + "job", leader=prefix + "leader", cron=prefix + "cron", queue=prefix + "queue"
+    )
 
 
 def channel(prefix: str) -> str:
@@ -160,6 +163,11 @@ CREATE TABLE "{cron}" (
 );
 CREATE INDEX "{leader_like}" ON "{leader}" ("name" text_pattern_ops);
 CREATE INDEX "{cron_like}" ON "{cron}" ("name" text_pattern_ops);
+CREATE TABLE "{queue}" (
+    "name" text NOT NULL PRIMARY KEY,
+    "paused_at" timestamp with time zone NULL
+);
+CREATE INDEX "{queue_like}" ON "{queue}" ("name" text_pattern_ops);
 """
 
 _SQLITE_TABLES = """\
@@ -196,6 +204,10 @@ CREATE TABLE "{cron}" (
     "last_tick_at" datetime NULL,
     "last_job_id" bigint NULL
 );
+CREATE TABLE "{queue}" (
+    "name" text NOT NULL PRIMARY KEY,
+    "paused_at" datetime NULL
+);
 """
 
 
@@ -222,8 +234,10 @@ def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
         job=names.job,
         leader=names.leader,
         cron=names.cron,
+        queue=names.queue,
         unique_lock=unique_lock_name(prefix),
         leader_like=pg_like_index_name(names.leader, "name"),
         cron_like=pg_like_index_name(names.cron, "name"),
+        queue_like=pg_like_index_name(names.queue, "name"),
     )
     return text + "".join(_index_sql(prefix, names.job, spec) for spec in JOB_INDEXES)

@@ -1,4 +1,5 @@
-"""The database store's tables as Django models (R9): jobs, the leader lease and cron ticks.
+"""The database store's tables as Django models (R9): jobs, the leader lease, cron ticks and
+queue pauses.
 
 The store itself never goes through the ORM (it writes raw SQL on the alias's connection, see
 `base.py`); the models exist so that migrations create the tables and so users can query jobs
@@ -19,7 +20,7 @@ from anole_jobs.stores.database.ddl import (
     unique_lock_name,
 )
 
-__all__ = ["Cron", "Job", "Leader", "MIGRATE", "TABLE_PREFIX"]
+__all__ = ["Cron", "Job", "Leader", "MIGRATE", "Queue", "TABLE_PREFIX"]
 
 TABLE_PREFIX, MIGRATE = configured()
 _TABLES = tables(TABLE_PREFIX)
@@ -109,4 +110,17 @@ class Cron(models.Model):
     class Meta:
         app_label = "anole_jobs"
         db_table = _TABLES.cron
+        managed = MIGRATE
+
+
+class Queue(models.Model):
+    """A queue that was paused at some time (R36): paused while `paused_at` is set. `resume`
+    clears `paused_at` and keeps the row; a claim reads this table in its own statement."""
+
+    name = models.TextField(primary_key=True)
+    paused_at = models.DateTimeField(null=True)
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.queue
         managed = MIGRATE

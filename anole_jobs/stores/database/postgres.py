@@ -41,6 +41,7 @@ class PostgresStore(SQLStore):
     name = "postgresql"
     vendor = "postgresql"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    json_parameter = "%s::jsonb"
 
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)
@@ -182,13 +183,13 @@ class PostgresStore(SQLStore):
         # needs no condition but the id (one more would invite a scan of every available job).
         cursor.execute(
             f"WITH c AS MATERIALIZED (SELECT id FROM {self.job_table}"
-            f" WHERE state = 'available' AND queue = %s{kind_filter}"
+            f" WHERE state = 'available' AND queue = %s{kind_filter}{self.not_paused()}"
             " ORDER BY priority DESC, scheduled_at, id LIMIT %s FOR UPDATE SKIP LOCKED)"
             f" UPDATE {self.job_table} AS j SET state = 'running', attempt = j.attempt + 1,"
             " claim_token = j.claim_token + 1, attempted_at = %s, lease_until = %s,"
             " claimed_by = %s"
             f" FROM c WHERE j.id = c.id RETURNING {self.select('j')}",
-            [queue, *kind_params, limit, now, lease_until, worker],
+            [queue, *kind_params, queue, limit, now, lease_until, worker],
         )
         return cursor.fetchall()
 

@@ -155,7 +155,7 @@ class SqliteStore(SQLStore):
                 " claim_token = claim_token + 1, attempted_at = %s, lease_until = %s,"
                 " claimed_by = %s"
                 f" WHERE id IN (SELECT id FROM {self.job_table}"
-                f" WHERE state = 'available' AND queue = %s{kind_filter}"
+                f" WHERE state = 'available' AND queue = %s{kind_filter}{self.not_paused()}"
                 " ORDER BY priority DESC, scheduled_at, id LIMIT %s)"
                 f" RETURNING {self.select()}",
                 [
@@ -164,6 +164,7 @@ class SqliteStore(SQLStore):
                     worker,
                     queue,
                     *kind_params,
+                    queue,
                     limit,
                 ],
             )

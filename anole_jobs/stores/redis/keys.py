@@ -25,6 +25,7 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P counts``                    hash    ``"<state>:<queue>" -> n`` (kept by the scripts)
 ``P leader``                    string  ``"<instance>|<expiry key>"``, with PX for cleanup
 ``P cron``                      hash    ``name -> "<tick key>|<last job id>"``
+``P paused``                    hash    ``queue -> <paused-at time key>`` (claim.lua reads it)
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -143,6 +144,9 @@ class Keys:
     def cron(self) -> str:
         return f"{self.prefix}cron"
 
+    def paused(self) -> str:
+        return f"{self.prefix}paused"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -174,6 +178,7 @@ local function K_u(key) return P .. 'u:' .. key end
 local function K_counts() return P .. 'counts' end
 local function K_leader() return P .. 'leader' end
 local function K_cron() return P .. 'cron' end
+local function K_paused() return P .. 'paused' end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

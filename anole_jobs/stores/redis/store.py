@@ -178,7 +178,8 @@ class RedisStore(Store):
         return total
 
     def _read(self, method: str, *args: object) -> Any:
-        """A plain read command; connection errors become `StoreUnavailable`."""
+        """A plain command (a read, or a one-key write that needs no script); connection
+        errors become `StoreUnavailable`."""
         try:
             return getattr(self.client, method)(*args)
         except (RedisConnectionError, RedisTimeoutError) as exc:
@@ -288,6 +289,9 @@ class RedisStore(Store):
                 )
             )
         return [ok == 1 for ok in self._run("finish", *args)]
+
+    def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
+        return self._run("update_meta", run.id, run.attempt, run.token, _json(dict(meta))) == 1
 
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
@@ -429,6 +433,19 @@ class RedisStore(Store):
 
     def delete(self, job_id: int) -> bool:
         return self._run("delete", job_id) == 1
+
+    # -- queue pause: one hash, read by claim.lua -------------------------------------------
+    def pause(self, queue: str, *, now: datetime) -> bool:
+        return int(self._read("hsetnx", self.keys.paused(), queue, time_key(now))) == 1
+
+    def resume(self, queue: str) -> bool:
+        return int(self._read("hdel", self.keys.paused(), queue)) == 1
+
+    def paused_queues(self) -> dict[str, datetime]:
+        return {
+            _text(queue): parse_time_key(at)
+            for queue, at in self._read("hgetall", self.keys.paused()).items()
+        }
 
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:

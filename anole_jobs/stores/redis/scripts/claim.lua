@@ -1,5 +1,6 @@
 -- claim: ARGV[2] queue, [3] limit, [4] now key, [5] lease key, [6] lease iso, [7] worker,
--- [8] '*' for every kind or '+' followed by the handled kinds in ARGV[9..].
+-- [8] '*' for every kind or '+' followed by the handled kinds in ARGV[9..]. A paused queue
+-- (its name in the `paused` hash) yields nothing.
 --
 -- Available jobs live in one sorted set per (queue, kind), so kinds this worker does not
 -- handle are never scanned: the cost is O(handled kinds present + limit * log n) however many
@@ -8,6 +9,8 @@
 -- read here stay valid while the sets are walked in chunks. Returns one record (see `encode_record`) per job.
 local queue, limit = ARGV[2], tonumber(ARGV[3])
 local now, lease, lease_iso, worker = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+-- A paused queue yields nothing, decided here so that it is atomic with the claim.
+if redis.call('HEXISTS', K_paused(), queue) == 1 then return {} end
 local present = redis.call('SMEMBERS', K_ak(queue))
 local kinds = present
 if ARGV[8] ~= '*' then

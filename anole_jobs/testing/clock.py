@@ -1,4 +1,4 @@
-"""Helpers for tests (R35): `FakeClock`, the `CLOCK` that only moves when told."""
+"""`FakeClock` (R35): the `CLOCK` for tests, one that only moves when told."""
 
 from __future__ import annotations
 

@@ -1,0 +1,236 @@
+"""`AnoleBackend`: Django's tasks framework on anole_jobs (R39).
+
+``TASKS = {"default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": [...],
+"OPTIONS": {"attempts": 20, "timeout": 900}}}``. `enqueue` stores a ``django.tasks`` job
+through the `jobs` facade — so inside ``transaction.atomic()`` on the store's database it is
+a write of that transaction — and `get_result` reads the job back as a `TaskResult`:
+
+    scheduled, available, retrying -> READY      running -> RUNNING
+    completed -> SUCCESSFUL (return value from meta["output"])      dead, cancelled -> FAILED
+
+The constructor only reads its options: it touches no database (Django builds backends
+lazily, in any process, including ones that never enqueue).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+
+from anole_jobs.api import jobs
+from anole_jobs.durations import to_timedelta
+from anole_jobs.errors import InvalidJob
+from anole_jobs.stores.base import JobRecord
+from anole_jobs.tasks import compat
+from anole_jobs.tasks.calls import TASK_KIND, TaskCall, TaskNotFound, make_result, resolve_task
+
+OPTION_NAMES = ("attempts", "timeout")
+
+_STATUS = {
+    "scheduled": "READY",
+    "available": "READY",
+    "retrying": "READY",
+    "running": "RUNNING",
+    "completed": "SUCCESSFUL",
+    "dead": "FAILED",
+    "cancelled": "FAILED",
+}
+
+
+def _attempts(value: object, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where}: attempts must be an int >= 1, got {value!r}")
+    return value
+
+
+def _timeout(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = to_timedelta(value, name=f"{where}: timeout").total_seconds()  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc)) from None
+    if seconds <= 0:
+        raise ValueError(f"{where}: timeout must be positive, got {value!r}")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnoleTask(compat.Task):
+    """A `Task` with anole_jobs' per-task options: ``@task(attempts=5, timeout=60)``.
+
+    None means the backend's `OPTIONS` (then the defaults of any kind: 20 attempts, 15 min).
+    """
+
+    attempts: int | None = None
+    timeout: float | timedelta | None = None
+
+
+class AnoleBackend(compat.BaseTaskBackend):
+    task_class = AnoleTask
+    supports_defer = True
+    supports_priority = True
+    supports_get_result = True
+    supports_async_task = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        where = f"TASKS[{alias!r}]['OPTIONS']"
+        unknown = sorted(set(self.options) - set(OPTION_NAMES))
+        if unknown:
+            raise ImproperlyConfigured(
+                f"{where}: unknown option(s) {', '.join(map(repr, unknown))}; "
+                f"the options are {', '.join(OPTION_NAMES)}"
+            )
+        try:
+            self.attempts = _attempts(self.options.get("attempts"), where)
+            self.timeout = _timeout(self.options.get("timeout"), where)
+        except ValueError as exc:
+            raise ImproperlyConfigured(str(exc)) from None
+
+    # -- validation --------------------------------------------------------------------------
+    def validate_task(self, task: Any) -> None:
+        """Django's rules (module-level function, context argument, priority -100..100, aware
+        `run_after`, a queue of `QUEUES`), then this backend's: a queue name anole_jobs
+        accepts and valid per-task options."""
+        super().validate_task(task)
+        where = f"task {task.module_path}"
+        if not isinstance(task.queue_name, str) or not task.queue_name:
+            raise compat.InvalidTask(f"{where}: queue_name must be a non-empty string")
+        if isinstance(task.priority, bool) or not (
+            compat.TASK_MIN_PRIORITY <= task.priority <= compat.TASK_MAX_PRIORITY
+        ):
+            raise compat.InvalidTask(f"{where}: priority must be an int in -100..100")
+        try:
+            _attempts(getattr(task, "attempts", None), where)
+            _timeout(getattr(task, "timeout", None), where)
+        except ValueError as exc:
+            raise compat.InvalidTask(str(exc)) from None
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        """Warn about TASKS queues that no `runjobs` would run (not in ANOLE_JOBS QUEUES)."""
+        from anole_jobs import conf
+
+        try:
+            configured = set(conf.read_settings().queues)
+        except ImproperlyConfigured:
+            return []  # anole_jobs' own checks report that
+        missing = sorted(set(self.queues) - configured)
+        if not missing:
+            return []
+        return [
+            checks.Warning(
+                f"TASKS[{self.alias!r}] QUEUES {', '.join(map(repr, missing))} are not in "
+                "ANOLE_JOBS['QUEUES']: runjobs runs only configured queues",
+                hint="add them to ANOLE_JOBS['QUEUES']",
+                id="anole_jobs.W101",
+            )
+        ]
+
+    # -- enqueue -----------------------------------------------------------------------------
+    def _options(self, task: Any) -> tuple[int | None, float | None]:
+        where = f"task {task.module_path}"
+        attempts = _attempts(getattr(task, "attempts", None), where)
+        timeout = _timeout(getattr(task, "timeout", None), where)
+        return (
+            self.attempts if attempts is None else attempts,
+            self.timeout if timeout is None else timeout,
+        )
+
+    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        self.validate_task(task)
+        try:
+            call_args, call_kwargs = compat.normalize_json(args), compat.normalize_json(kwargs)
+        except (TypeError, ValueError) as exc:
+            raise InvalidJob(
+                f"task {task.module_path}: arguments must be JSON values ({exc}); pass ids, "
+                "not model instances"
+            ) from None
+        attempts, timeout = self._options(task)
+        call = TaskCall(
+            task=task.module_path,
+            args=call_args,
+            kwargs=call_kwargs,
+            backend=self.alias,
+            attempts=attempts,
+            timeout=timeout,
+        )
+        enqueued = jobs.enqueue(
+            call, queue=task.queue_name, priority=task.priority, run_at=task.run_after
+        )
+        assert enqueued.id is not None  # enqueue without on_commit writes at once
+        result = make_result(
+            task,
+            job_id=enqueued.id,
+            status=compat.TaskResultStatus.READY,
+            call=call,
+            enqueued_at=jobs.service.clock(),
+        )
+        compat.task_enqueued.send(type(self), task_result=result)
+        return result
+
+    # -- results -----------------------------------------------------------------------------
+    def get_result(self, result_id: Any) -> Any:
+        record = self._record(result_id)
+        call = TaskCall(
+            task=record.args.get("task", ""),
+            args=list(record.args.get("args") or []),
+            kwargs=dict(record.args.get("kwargs") or {}),
+            backend=record.args.get("backend", self.alias),
+        )
+        try:
+            task = resolve_task(call.task)
+        except TaskNotFound as exc:
+            raise compat.TaskResultDoesNotExist(
+                f"job {record.id} is a task this process cannot load: {exc}"
+            ) from None
+        status = getattr(compat.TaskResultStatus, _STATUS[record.state])
+        result = make_result(
+            task,
+            job_id=record.id,
+            status=status,
+            call=call,
+            enqueued_at=record.created_at,
+            started_at=record.attempted_at,
+            finished_at=record.finished_at,
+            attempts=record.attempt,
+            errors=[_task_error(entry) for entry in record.errors],
+        )
+        if record.state == "completed":
+            object.__setattr__(result, "_return_value", record.meta.get("output"))
+        return result
+
+    def _record(self, result_id: Any) -> JobRecord:
+        text = str(result_id)
+        record = jobs.get(int(text)) if text.isdigit() and int(text) > 0 else None
+        if record is None or record.kind != TASK_KIND:
+            raise compat.TaskResultDoesNotExist(f"no task result with id {result_id!r}")
+        return record
+
+
+#: The error entries anole_jobs writes itself, as the exception class each stands for.
+_OWN_ERRORS = {
+    "Timeout": "builtins.TimeoutError",
+    "LeaseExpired": "anole_jobs.errors.Canceled",
+    "Discarded": "anole_jobs.errors.Discard",
+    "RetryIn": "anole_jobs.errors.RetryIn",
+}
+
+
+def _task_error(entry: Any) -> Any:
+    """A stored error entry as a `TaskError` whose `exception_class_path` imports."""
+    name = str(entry.get("type", ""))
+    if "." not in name:
+        import builtins
+
+        name = _OWN_ERRORS.get(name) or (f"builtins.{name}" if hasattr(builtins, name) else name)
+    return compat.TaskError(
+        exception_class_path=name,
+        traceback=str(entry.get("traceback") or entry.get("message") or ""),
+    )

@@ -1,0 +1,252 @@
+"""The django.tasks backend (R39) on every store, in manual mode: enqueue through Django's
+`Task.enqueue`, run with `jobs.step()` / `drain()`, read back with `get_result`.
+
+The tasks live in tests/sampleapp/tasks.py on the "default" TASKS backend (tests/settings.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.test import override_settings
+
+from anole_jobs import InvalidJob
+from anole_jobs.tasks import TASK_KIND, AnoleBackend, TaskCall
+from anole_jobs.tasks.compat import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
+from anole_jobs.testing import assert_enqueued, drain
+from tests.conftest import STORE_PARAMS
+from tests.sampleapp import tasks
+
+
+@pytest.fixture
+def signals():
+    """Every task signal sent, as (signal name, sender, status, exc_info present)."""
+    seen = []
+
+    def receiver(name):
+        def record(sender, task_result, **kwargs):
+            seen.append((name, sender, task_result.status, sys.exc_info()[0] is not None))
+
+        return record
+
+    receivers = {
+        "enqueued": receiver("enqueued"),
+        "started": receiver("started"),
+        "finished": receiver("finished"),
+    }
+    task_enqueued.connect(receivers["enqueued"])
+    task_started.connect(receivers["started"])
+    task_finished.connect(receivers["finished"])
+    yield seen
+    task_enqueued.disconnect(receivers["enqueued"])
+    task_started.disconnect(receivers["started"])
+    task_finished.disconnect(receivers["finished"])
+
+
+@pytest.fixture
+def backend(env, anole_jobs):
+    tasks.CALLS.clear()
+    return task_backends["default"]
+
+
+def test_the_backend_says_what_it_supports():
+    backend = task_backends["default"]
+    assert isinstance(backend, AnoleBackend)
+    assert backend.supports_defer and backend.supports_priority
+    assert backend.supports_get_result and backend.supports_async_task
+
+
+def test_the_constructor_touches_no_database():
+    # No django_db mark: pytest-django refuses any query, so building must make none.
+    backend = AnoleBackend("other", {"QUEUES": ["default"], "OPTIONS": {"attempts": 3}})
+    assert backend.attempts == 3 and backend.timeout is None
+
+
+def test_enqueue_stores_a_job_that_runs_and_keeps_its_return_value(backend, anole_jobs, signals):
+    result = tasks.add.enqueue(2, b=3)
+    assert result.status == TaskResultStatus.READY and result.backend == "default"
+
+    record = assert_enqueued(TASK_KIND)
+    assert result.id == str(record.id)
+    assert record.queue == "default" and record.priority == 0
+    assert record.args["task"] == "tests.sampleapp.tasks.add"
+    assert (record.args["args"], record.args["kwargs"]) == ([2], {"b": 3})
+
+    assert drain() == {"completed": 1}
+    done = backend.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL
+    assert done.return_value == 5 and done.attempts == 1 and done.errors == []
+    assert done.finished_at is not None and done.enqueued_at == record.created_at
+    result.refresh()
+    assert result.return_value == 5
+    assert tasks.add.get_result(result.id).return_value == 5
+    assert [(name, sender) for name, sender, _, _ in signals] == [
+        ("enqueued", AnoleBackend),
+        ("started", AnoleBackend),
+        ("finished", AnoleBackend),
+    ]
+    assert signals[-1][2] == TaskResultStatus.SUCCESSFUL
+
+
+def test_queue_priority_and_run_after_map_onto_the_job(backend, anole_jobs, anole_clock):
+    later = anole_clock() + timedelta(hours=1)
+    result = tasks.on_mail_queue.using(run_after=later).enqueue()
+    record = anole_jobs.get(int(result.id))
+    assert (record.queue, record.priority, record.state) == ("mail", 7, "scheduled")
+    assert record.scheduled_at == later
+    assert backend.get_result(result.id).status == TaskResultStatus.READY
+    assert drain() == {"completed": 1}
+    assert backend.get_result(result.id).return_value == "mailed"
+
+
+def test_retries_then_success_with_the_attempt_in_the_context(backend, anole_jobs, signals):
+    result = tasks.flaky_sum.enqueue([1, 2, 3], fail_times=1)
+
+    assert anole_jobs.step().outcomes() == {int(result.id): "retried"}
+    waiting = backend.get_result(result.id)
+    assert waiting.status == TaskResultStatus.READY and waiting.attempts == 1
+    (error,) = waiting.errors
+    assert error.exception_class_path == "builtins.ConnectionError"
+    assert error.exception_class is ConnectionError
+    assert "upstream down (attempt 1)" in error.traceback
+
+    assert drain() == {"completed": 1}
+    done = backend.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.attempts == 2
+    assert done.return_value == {"sum": 6, "attempt": 2, "id": result.id}
+    assert [call["attempt"] for call in tasks.CALLS] == [1, 2]
+    # A failure with attempts left does not finish the task: one task_finished, at the end.
+    assert [name for name, *_ in signals] == ["enqueued", "started", "started", "finished"]
+
+
+def test_a_task_that_runs_out_of_attempts_fails_with_its_errors(env, anole_jobs, signals):
+    tasks_setting = {"default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "OPTIONS": {}}}
+    tasks_setting["default"]["OPTIONS"]["attempts"] = 2
+    with override_settings(TASKS=tasks_setting):
+        backend = task_backends["default"]
+        result = tasks.always_fails.enqueue()
+        assert anole_jobs.get(int(result.id)).max_attempts == 2
+        assert drain() == {"retried": 1, "dead": 1}
+        failed = backend.get_result(result.id)
+    assert failed.status == TaskResultStatus.FAILED and failed.attempts == 2
+    assert [e.exception_class_path for e in failed.errors] == ["builtins.ValueError"] * 2
+    assert "this task always fails" in failed.errors[-1].traceback
+    with pytest.raises(ValueError, match="Task failed"):
+        failed.return_value  # noqa: B018 - Django raises for a failed task
+    # task_finished once, FAILED, sent from inside the except block (exc_info available).
+    finished = [entry for entry in signals if entry[0] == "finished"]
+    assert finished == [("finished", AnoleBackend, TaskResultStatus.FAILED, True)]
+
+
+def test_per_task_options_through_the_task_class(backend, anole_jobs):
+    from anole_jobs.tasks import AnoleTask
+
+    assert isinstance(tasks.once, AnoleTask)
+    assert (tasks.once.attempts, tasks.once.timeout) == (1, 5)
+    result = tasks.once.enqueue()
+    record = anole_jobs.get(int(result.id))
+    assert record.max_attempts == 1 and record.args["timeout"] == 5
+    spec = anole_jobs.service.registry.kind(TASK_KIND)
+    assert spec.timeout_for(record.args) == timedelta(seconds=5)
+    assert drain() == {"dead": 1}
+    assert backend.get_result(result.id).status == TaskResultStatus.FAILED
+
+
+def test_options_set_attempts_and_timeout_for_every_task(env, anole_jobs):
+    options = {"attempts": 4, "timeout": timedelta(seconds=30)}
+    with override_settings(
+        TASKS={"default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "OPTIONS": options}}
+    ):
+        result = tasks.add.enqueue(1, 1)
+    record = anole_jobs.get(int(result.id))
+    assert record.max_attempts == 4 and record.args["timeout"] == 30
+
+
+def test_bad_options_are_refused_naming_the_option():
+    with pytest.raises(ImproperlyConfigured, match="unknown option.*'retries'"):
+        AnoleBackend("x", {"OPTIONS": {"retries": 3}})
+    with pytest.raises(ImproperlyConfigured, match="attempts must be an int >= 1"):
+        AnoleBackend("x", {"OPTIONS": {"attempts": 0}})
+    with pytest.raises(ImproperlyConfigured, match="timeout must be positive"):
+        AnoleBackend("x", {"OPTIONS": {"timeout": 0}})
+
+
+def test_validate_task_keeps_djangos_rules_and_adds_its_own(backend):
+    with pytest.raises(InvalidTask, match="Queue 'reports' is not valid"):
+        tasks.add.using(queue_name="reports")
+    with pytest.raises(InvalidTask, match="priority"):
+        tasks.add.using(priority=101)
+    with pytest.raises(InvalidJob, match="arguments must be JSON"):
+        tasks.add.enqueue(object(), 1)
+
+
+def test_a_return_value_that_is_not_json_is_not_kept(backend, anole_jobs):
+    result = tasks.returns_a_set.enqueue()
+    assert drain() == {"completed": 1}
+    done = backend.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value is None
+
+
+def test_async_tasks_run(backend):
+    result = tasks.async_double.enqueue(21)
+    assert drain() == {"completed": 1}
+    assert backend.get_result(result.id).return_value == 42
+
+
+def test_aenqueue_and_aget_result(backend):
+    result = async_to_sync(tasks.add.aenqueue)(20, 22)
+    drain()
+    assert async_to_sync(backend.aget_result)(result.id).return_value == 42
+
+
+def test_unknown_results_do_not_exist(backend, anole_jobs):
+    from tests.sampleapp.jobs import Work
+
+    other = anole_jobs.enqueue(Work())
+    for result_id in ("999999", "abc", "-1", str(other.id)):
+        with pytest.raises(TaskResultDoesNotExist):
+            backend.get_result(result_id)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests.sampleapp.tasks.not_a_task",  # a module-level function, not a task
+        "os.system",  # not an installed app's module
+        "antigravity.fly",  # never imported at all
+        "tests.sampleapp.tasks",
+    ],
+)
+def test_only_tasks_run_from_a_stored_path(backend, anole_jobs, path):
+    job = anole_jobs.enqueue(TaskCall(task=path, args=["echo hi"]))
+    assert anole_jobs.step().outcomes() == {job.id: "dead"}
+    (error,) = anole_jobs.get(job.id).errors
+    assert error["type"] == "Discarded"
+    assert "antigravity" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    "env", [param for param in STORE_PARAMS if param.id in ("sqlite", "postgres")], indirect=True
+)
+def test_enqueue_joins_the_transaction_on_sql_stores(env, backend, anole_jobs):
+    with pytest.raises(RuntimeError), transaction.atomic(using=env.alias):
+        rolled_back = tasks.add.enqueue(1, 2)
+        raise RuntimeError("rolled back")
+    with pytest.raises(TaskResultDoesNotExist):
+        backend.get_result(rolled_back.id)
+    with transaction.atomic(using=env.alias):
+        committed = tasks.add.enqueue(1, 2)
+    assert backend.get_result(committed.id).status == TaskResultStatus.READY

@@ -1,0 +1,153 @@
+"""The dashboard in a real browser (R41): Playwright driving the system's Chromium against a
+live server, with a real `runjobs` process as the worker.
+
+Log in, see the failed job on the queue and job pages, open it, retry it, and see it complete
+after the worker's next round. A screenshot of each page goes to docs/screenshots/ in CI
+(CI=true; the docs link them) or to ANOLE_TEST_SCREENSHOTS when set, else to the test's
+temporary folder, so a developer's run leaves the committed pictures alone. The web process
+and the worker share a Redis store under a key prefix unique to the test.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from anole_jobs.api import jobs
+from tests.conftest import _flush_redis
+from tests.e2e.conftest import Worker, base_env, wait_until
+from tests.sampleapp.dashboard_jobs import Charge
+
+CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+BASE = "/ops/jobs/dashboard/"
+
+pytestmark = [pytest.mark.e2e, pytest.mark.needs("redis")]
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+    # synchronous code that Django would otherwise refuse next to it.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def shared_store(settings, tmp_path):
+    """This process (the live server) and a runjobs process on one Redis key prefix."""
+    prefix = f"anole-dash:{uuid.uuid4().hex[:10]}:"
+    settings.ROOT_URLCONF = "tests.dashboard.browser_urls"
+    settings.LOGIN_URL = "/login/"
+    settings.ANOLE_JOBS = {
+        "STORE": {"redis": "jobs"},
+        "KEY_PREFIX": prefix,
+        "QUEUES": {"default": {}, "other": {}},
+        "CRON": [
+            {"name": "nightly-report", "schedule": "0 3 * * *", "job": "tests.sampleapp.jobs.Work"},
+            {"name": "hourly-sync", "schedule": "0 * * * *", "job": "tests.sampleapp.jobs.Work"},
+        ],
+    }
+    env = base_env(
+        ANOLE_E2E_STORE="redis",
+        ANOLE_E2E_REDIS=settings.REDIS_TEST_URL,
+        ANOLE_E2E_KEY_PREFIX=prefix,
+        ANOLE_E2E_SQLITE=str(tmp_path / "worker.sqlite3"),
+    )
+    worker = Worker(env, ("--queue", "default"), tmp_path / "runjobs.log")
+    try:
+        yield worker
+    finally:
+        worker.close()
+        print(worker.output())
+        jobs.reset()
+        _flush_redis(prefix)
+
+
+def wait_state(job_id: int, state: str) -> None:
+    wait_until(
+        lambda: (record := jobs.get(job_id)) is not None and record.state == state,
+        f"job {job_id} {state}",
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def screenshots(tmp_path):
+    folder = os.environ.get("ANOLE_TEST_SCREENSHOTS")
+    if folder:
+        return Path(folder)
+    return DOCS_SCREENSHOTS if os.environ.get("CI") else tmp_path / "screenshots"
+
+
+def shot(page, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+def test_log_in_see_a_failed_job_retry_it_and_see_it_complete(
+    live_server, shared_store, browser, django_user_model, screenshots
+):
+    django_user_model.objects.create_user("ops", password="correct horse", is_staff=True)
+    failed = jobs.enqueue(Charge(order_id=1042))
+    for n in range(3):
+        jobs.enqueue(Charge(order_id=2000 + n), delay=3600)  # waiting, for the queue page
+    wait_state(failed.id, "dead")  # the worker's first round: one attempt, failed
+
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(live_server.url + BASE)
+    assert page.url.startswith(live_server.url + "/login/?next=")
+    page.get_by_label("Username").fill("ops")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(live_server.url + BASE)
+    assert page.get_by_role("heading", name="Queues").is_visible()
+    shot(page, screenshots, "queues")
+
+    page.get_by_role("link", name="1 dead jobs in default").click()
+    page.wait_for_url("**/jobs/?queue=default&state=dead")
+    link = page.get_by_role("link", name=f"Job {failed.id}, test.dashboard.charge, dead")
+    assert link.is_visible()
+    shot(page, screenshots, "jobs")
+
+    link.click()
+    page.wait_for_url(f"**/jobs/{failed.id}/")
+    assert page.get_by_text("payment service answered 503 for order 1042").first.is_visible()
+    assert page.get_by_text("Traceback").first.is_visible()
+    shot(page, screenshots, "job-failed")
+
+    page.keyboard.press("Tab")  # the skip link takes keyboard focus first
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.get_by_role("button", name="Retry now").click()
+    page.wait_for_url(f"**/jobs/{failed.id}/?notice=retried")
+    assert page.get_by_role("status").inner_text() == "The job was made available again."
+
+    wait_state(failed.id, "completed")  # the worker's next round
+    page.reload()
+    assert page.get_by_role("heading", name=f"Job {failed.id} completed").is_visible()
+    assert page.get_by_text("2 of 2").is_visible()  # a retry of a dead job gives one more
+    shot(page, screenshots, "job-completed")
+
+    page.get_by_role("link", name="Cron").click()
+    page.wait_for_url("**/cron/")
+    assert page.get_by_role("row", name="nightly-report").is_visible()
+    shot(page, screenshots, "cron")
+
+    phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone.context.add_cookies(page.context.cookies())
+    phone.goto(live_server.url + BASE)
+    assert phone.get_by_role("heading", name="Queues").is_visible()
+    shot(phone, screenshots, "queues-phone")
+    phone.goto(f"{live_server.url}{BASE}jobs/{failed.id}/")
+    shot(phone, screenshots, "job-phone")
