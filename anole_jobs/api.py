@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 
-from anole_jobs import conf
+from anole_jobs import conf, metrics
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.kinds import registry, spec_of
 from anole_jobs.maintenance import cron as _cron
@@ -33,6 +33,7 @@ class JobsFacade:
         self._service: Jobs | None = None
         self._stepper: Any = None
         self._runtime: Any = None
+        self._unobserve: Callable[[], None] = lambda: None
         conf.on_reset(self.reset)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -46,6 +47,7 @@ class JobsFacade:
                     self._service = Jobs(
                         settings=settings, store=open_store(settings), registry=registry
                     )
+                    self._unobserve = metrics.observe(self._service.bus, settings)
                 service = self._service
         return service
 
@@ -54,6 +56,8 @@ class JobsFacade:
         with self._lock:
             runtime, service = self._runtime, self._service
             self._service = self._stepper = self._runtime = None
+            unobserve, self._unobserve = self._unobserve, lambda: None
+        unobserve()
         if runtime is not None:
             runtime.stop()
         if service is not None:

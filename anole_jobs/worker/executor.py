@@ -14,13 +14,13 @@ import logging
 import os
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 
-from anole_jobs import codec
+from anole_jobs import codec, tracing
 from anole_jobs.backoff import default_backoff
 from anole_jobs.clock import monotonic
 from anole_jobs.errors import Canceled, Discard, RetryIn, Snooze
@@ -49,6 +49,14 @@ class Attempt:
     seconds: float
     #: Set when `job.complete_in` committed the completion inside the handler's transaction.
     completed_in_transaction: bool = False
+    # h11-obs (run spans): the attempt's span, ended once the outcome is final. At merge, keep
+    # h8-runtime's attempt pipeline, which calls tracing.start_run_span itself.
+    span: tracing.RunSpan | None = None
+
+    def end_span(self, outcome: str) -> None:
+        if self.span is not None:
+            error = self.finish.error if self.finish is not None else None
+            self.span.end(outcome, error.type if error is not None else None)
 
 
 class _Control:
@@ -118,6 +126,15 @@ class Executor:
             )
             return Attempt(claimed=claimed, outcome="interrupted", finish=give_back, seconds=0.0)
         control = _Control(self, claimed, scope)
+        span = tracing.start_run_span(  # h11-obs: see Attempt.span
+            settings=self.service.settings,
+            queue=record.queue,
+            kind=record.kind,
+            job_id=record.id,
+            attempt=record.attempt,
+            max_attempts=record.max_attempts,
+            meta=record.meta,
+        )
         job = Job(
             id=record.id,
             kind=record.kind,
@@ -130,19 +147,22 @@ class Executor:
             created_at=record.created_at,
             scheduled_at=record.scheduled_at,
             control=control,
+            trace_id=span.trace_id,
+            span_id=span.span_id,
         )
         error: BaseException | None = None
         try:
-            self._call(handler, job, scope)
+            with span.activate():
+                self._call(handler, job, scope)
         except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             error = exc
         seconds = monotonic() - started
         if control.completion_requested:
-            return self._after_complete_in(claimed, control, error, seconds)
+            return replace(self._after_complete_in(claimed, control, error, seconds), span=span)
         outcome, finish = self.decide(claimed, job, handler, error, scope)
-        return Attempt(claimed=claimed, outcome=outcome, finish=finish, seconds=seconds)
+        return Attempt(claimed=claimed, outcome=outcome, finish=finish, seconds=seconds, span=span)
 
     # -- call --------------------------------------------------------------------------------
     def _call(self, handler: HandlerSpec, job: Job, scope: CancelScope) -> None:

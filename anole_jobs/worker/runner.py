@@ -187,10 +187,12 @@ class Runtime:
     # -- outcomes ------------------------------------------------------------------------------
     def _on_attempt(self, run: Run, attempt: Attempt) -> None:
         if not run.finish_by_handler():
+            attempt.end_span("interrupted")  # h11-obs run spans; keep h8-runtime's at merge
             return  # the drain deadline already put the job back
         self.completer.submit(attempt)
 
     def _record(self, attempt: Attempt, outcome: Outcome, saved: bool) -> None:
+        attempt.end_span(outcome)  # h11-obs run spans; keep h8-runtime's at merge
         if saved:
             self._emit(attempt.claimed, outcome, attempt.seconds, saved=True)
 

@@ -85,6 +85,7 @@ class Stepper:
     def _record(self, attempt: Attempt, saved: bool) -> RunRecord:
         outcome = "lost" if not saved else attempt.outcome
         record = attempt.claimed.record
+        attempt.end_span(outcome)  # h11-obs run spans; at merge keep h8-runtime's pipeline
         self.service.bus.emit(
             events.RUN_FINISHED,
             queue=record.queue,
