@@ -145,6 +145,10 @@ class MetricsListener:
             ["name"],
             registry=registry,
         )
+        # Children by label values: prometheus-client's `labels()` validates and locks on every
+        # call, which is most of a listener's cost per event.
+        self._children: dict[tuple[object, ...], Any] = {}
+        self._finished_children: dict[tuple[object, object, object], tuple[Any, ...]] = {}
         self._running_runs: dict[tuple[object, object], str] = {}
         self._queued_keys: set[tuple[str, str]] = set()
         self._queued_lock = threading.Lock()
@@ -163,35 +167,53 @@ class MetricsListener:
         if handler is not None:
             handler(event)
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        key = (id(metric), *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def _kind(self, fields: dict[str, Any]) -> tuple[str, str]:
         return str(fields["queue"]), self.cap("kind", str(fields["kind"]))
 
     def _enqueued(self, event: events.Event) -> None:
         counter = self.enqueued if event.fields.get("inserted", True) else self.duplicates
-        counter.labels(*self._kind(event.fields)).inc()
+        self._child(counter, *self._kind(event.fields)).inc()
 
     def _run_started(self, event: events.Event) -> None:
         queue = str(event["queue"])
         self._running_runs[(event["job_id"], event["attempt"])] = queue
-        self.running.labels(queue).inc()
+        self._child(self.running, queue).inc()
 
     def _run_finished(self, event: events.Event) -> None:
         fields = event.fields
-        queue, kind = self._kind(fields)
+        outcome = fields["outcome"]
+        key = (fields["queue"], fields["kind"], outcome)
+        children = self._finished_children.get(key)
+        if children is None:
+            queue, kind = self._kind(fields)
+            children = self._finished_children[key] = (
+                self._child(self.finished, queue, kind, str(outcome)),
+                self._child(self.run_seconds, queue, kind),
+                self._child(self.running, queue),
+                self._child(self.unsaved, queue, kind),
+            )
+        finished, run_seconds, running, unsaved = children
         # Only a run seen starting is taken off the gauge: it never goes below zero.
         if self._running_runs.pop((fields["job_id"], fields["attempt"]), None) is not None:
-            self.running.labels(queue).dec()
-        self.finished.labels(queue, kind, str(fields["outcome"])).inc()
+            running.dec()
+        finished.inc()
         seconds = fields.get("seconds")
         if seconds is not None:
-            self.run_seconds.labels(queue, kind).observe(float(seconds))
+            run_seconds.observe(seconds)
         # A fenced write that was refused is a `lost` run, not an unsaved one: only a write
         # that could not be made at all (the store failed past its patience) is unsaved.
-        if fields.get("saved", True) is False and fields["outcome"] != "lost":
-            self.unsaved.labels(queue, kind).inc()
+        if fields.get("saved", True) is False and outcome != "lost":
+            unsaved.inc()
 
     def _rescued(self, event: events.Event) -> None:
-        self.rescued.labels(*self._kind(event.fields)).inc()
+        self._child(self.rescued, *self._kind(event.fields)).inc()
 
     def _leadership(self, event: events.Event) -> None:
         # Counted, not set: two instances in one process (jobs.step() in threads) each report
@@ -202,7 +224,7 @@ class MetricsListener:
             self.leader.dec()
 
     def _cron_enqueued(self, event: events.Event) -> None:
-        self.cron_enqueued.labels(self.cap("name", str(event["name"]))).inc()
+        self._child(self.cron_enqueued, self.cap("name", str(event["name"]))).inc()
 
     def _queued_gauge(self, event: events.Event) -> None:
         counts: dict[str, dict[str, int]] = event["counts"]

@@ -16,12 +16,12 @@ Leaf module: imports nothing from the app but `conf` (for the settings type).
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -115,17 +115,40 @@ class RunSpan:
     def __init__(self, carried: tuple[str, str | None] | None) -> None:
         self._carried = carried
 
-    @contextlib.contextmanager
-    def activate(self) -> Iterator[None]:
+    def activate(self) -> AbstractContextManager[None]:
         """Make this run current while its handler runs (in the handler's thread)."""
-        token = current_run_context.set(self._carried)
-        try:
-            yield
-        finally:
-            current_run_context.reset(token)
+        return _Activation(self._carried, None)
 
     def end(self, outcome: str, error_type: str | None) -> None:
         """Record the final outcome; called once, after the fenced write decided it."""
+
+
+class _Activation:
+    """Sets the carried context (and the run's span, when one is recorded) for one `with`
+    block. A plain class, not a generator: it runs once per job, on the hot path."""
+
+    __slots__ = ("_carried", "_span", "_tokens")
+
+    def __init__(self, carried: tuple[str, str | None] | None, span: Any) -> None:
+        self._carried = carried
+        self._span = span
+        self._tokens: tuple[Any, Any] | None = None
+
+    def __enter__(self) -> None:
+        run_token = current_run_context.set(self._carried)
+        otel_token = None
+        if self._span is not None:
+            assert trace is not None and otel_context is not None
+            otel_token = otel_context.attach(trace.set_span_in_context(self._span))
+        self._tokens = (run_token, otel_token)
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._tokens is not None
+        run_token, otel_token = self._tokens
+        if otel_token is not None:
+            assert otel_context is not None
+            otel_context.detach(otel_token)
+        current_run_context.reset(run_token)
 
 
 class _RecordedRunSpan(RunSpan):
@@ -133,32 +156,26 @@ class _RecordedRunSpan(RunSpan):
         super().__init__(carried)
         self._span = span
         self._ended = False
-        self._ended_lock = threading.Lock()
         span_context = span.get_span_context()
         if span_context.is_valid:
             self.trace_id = f"{span_context.trace_id:032x}"
             self.span_id = f"{span_context.span_id:016x}"
 
-    @contextlib.contextmanager
-    def activate(self) -> Iterator[None]:
-        assert trace is not None
+    def activate(self) -> AbstractContextManager[None]:
         # The run's own span is what jobs enqueued by the handler carry (R33); the stored
         # context stays in `current_run_context` for a span the sampler did not record.
-        with super().activate(), trace.use_span(self._span, end_on_exit=False):
-            yield
+        return _Activation(self._carried, self._span)
 
     def end(self, outcome: str, error_type: str | None) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
-        with self._ended_lock:
-            if self._ended:
-                return
-            self._ended = True
+        assert trace is not None
+        if self._ended:  # once per run; a second call (a stray duplicate) changes nothing
+            return
+        self._ended = True
         span = self._span
         span.set_attribute("anole.job.outcome", outcome)
         if error_type and outcome not in NOT_FAILURES:
             span.set_attribute("error.type", error_type)
-            span.set_status(Status(StatusCode.ERROR))
+            span.set_status(trace.Status(trace.StatusCode.ERROR))
         if _provider_shut_down():
             dropped.add()
             return
@@ -231,6 +248,24 @@ def _link(carried: tuple[str, str | None]) -> Any:
     return trace.Link(span_context) if span_context.is_valid else None
 
 
+_tracer_cache: tuple[object, Any] | None = None
+
+
+def _tracer() -> Any:
+    """The app's tracer from the current global provider, cached while that provider stays
+    the same (an SDK `get_tracer` builds a new tracer each call: too slow per run)."""
+    global _tracer_cache
+    assert trace is not None
+    provider = trace.get_tracer_provider()
+    cached = _tracer_cache
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    tracer = trace.get_tracer(TRACER_NAME, tracer_provider=provider)
+    # A proxy provider (none set yet) hands out a proxy tracer that follows the real one.
+    _tracer_cache = (provider, tracer)
+    return tracer
+
+
 def _sampled(carried: tuple[str, str | None] | None) -> bool:
     return carried is not None and int(carried[0][-2:], 16) & 0x01 == 0x01
 
@@ -254,8 +289,7 @@ def start_run_span(
         return RunSpan(carried)
     link = _link(carried) if carried is not None else None
     assert otel_context is not None
-    tracer = trace.get_tracer(TRACER_NAME)
-    span = tracer.start_span(
+    span = _tracer().start_span(
         f"process {queue}",
         context=otel_context.Context(),  # empty: a trace of its own, whatever is current
         kind=trace.SpanKind.CONSUMER,

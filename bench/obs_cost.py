@@ -1,0 +1,206 @@
+"""What metrics and tracing cost: the same runs with both on and with both off, interleaved.
+
+    .venv/bin/python bench/obs_cost.py [--store memory|sqlite] [--jobs 3000] [--rounds 3]
+                                       [--mode runtime,step]
+
+Each round runs `--jobs` no-op jobs once per configuration -- both off, metrics only, tracing
+only, both on (prometheus-client, and the OpenTelemetry SDK with a batch processor and an
+exporter that drops what it gets) -- interleaved, so a noisy neighbour hits them alike. It
+prints the median jobs/s (wall clock) and the median CPU time per job of this process, each
+with its cost against "off". `runtime` is `jobs.start()` in this process (the enqueuer shares
+it); `step` is `jobs.step()` (RUN="manual"). The memory store is the harshest case: the
+fastest store, so the overhead's share is the largest. It also times `bus.emit` with no
+listener beside a plain function call: what an event costs when nothing listens.
+
+On a shared machine, trust the CPU figure over the wall-clock one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import django  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+_TMP = tempfile.mkdtemp(prefix="anole_obs_cost_")
+settings.configure(
+    SECRET_KEY="bench",
+    USE_TZ=True,
+    INSTALLED_APPS=["anole_jobs"],
+    DATABASES={
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.path.join(_TMP, "jobs.sqlite3"),
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL;",
+            },
+        }
+    },
+    ANOLE_JOBS={"STORE": "memory"},
+    LOGGING_CONFIG=None,
+)
+django.setup()
+
+from anole_jobs import conf, events, jobs, kind  # noqa: E402
+
+
+@kind("bench.obs.noop", attempts=1)
+@dataclass
+class Noop:
+    n: int = 0
+
+
+@jobs.handler(Noop)
+def noop(job: Any, args: Noop) -> None:
+    return None
+
+
+def install_tracer() -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropping(SpanExporter):
+        def export(self, spans: Sequence[Any]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropping()))
+    trace.set_tracer_provider(provider)
+
+
+CONFIGS = {
+    "off": (False, False),
+    "metrics": (True, False),
+    "tracing": (False, True),
+    "both": (True, True),
+}
+
+
+def configure(*, store: str, config: str, run: str) -> None:
+    metrics_on, tracing_on = CONFIGS[config]
+    settings.ANOLE_JOBS = {
+        "STORE": "memory" if store == "memory" else {"database": "default"},
+        "RUN": run,
+        "QUEUES": {"default": {"concurrency": 10}},
+        "METRICS": metrics_on,
+        "TRACING": {"sample_all": True} if tracing_on else False,
+    }
+    conf.reset()  # the facade builds a new service (memory: a new, empty store)
+    if store == "sqlite":
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM anole_jobs_job")
+
+
+def measured(runner: Callable[[int], float], n: int) -> tuple[float, float]:
+    """jobs/s (wall clock) and CPU microseconds per job of this whole process."""
+    cpu = time.process_time()
+    rate = runner(n)
+    return rate, (time.process_time() - cpu) / n * 1e6
+
+
+def run_step(n: int) -> float:
+    jobs.enqueue_many([Noop(i) for i in range(n)])
+    began = time.perf_counter()
+    ran = 0
+    while ran < n:
+        ran += len(jobs.step().runs)
+    return n / (time.perf_counter() - began)
+
+
+def run_runtime(n: int) -> float:
+    jobs.start()
+    try:
+        began = time.perf_counter()
+        jobs.enqueue_many([Noop(i) for i in range(n)])
+        while jobs.counts().get("default", {}).get("completed", 0) < n:
+            time.sleep(0.005)
+        return n / (time.perf_counter() - began)
+    finally:
+        jobs.stop(drain=False)
+
+
+def emit_cost(loops: int = 200_000) -> tuple[float, float]:
+    """ns per `bus.emit` with no listener, and per plain function call, on a private bus."""
+    bus = events.EventBus()
+
+    def call(name: str, /, **fields: Any) -> None:
+        return None
+
+    def timed(func: Callable[..., None]) -> float:
+        began = time.perf_counter()
+        for i in range(loops):
+            func(events.RUN_FINISHED, queue="default", kind="k", job_id=i, attempt=1)
+        return (time.perf_counter() - began) / loops * 1e9
+
+    return timed(bus.emit), timed(call)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mode", default="runtime,step")
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
+    options = parser.parse_args()
+    if options.store == "sqlite":
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+    install_tracer()
+    import opentelemetry.sdk
+    import prometheus_client
+
+    print(
+        f"anole_jobs observability cost -- {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, Django {django.get_version()}, prometheus-client "
+        f"{prometheus_client.__version__ if hasattr(prometheus_client, '__version__') else '?'}, "
+        f"opentelemetry-sdk {getattr(opentelemetry.sdk, '__version__', '?')}"
+    )
+    print(f"store {options.store}, {options.jobs} jobs per run, median of {options.rounds}")
+    failed = False
+    for mode in options.mode.split(","):
+        runner = {"runtime": run_runtime, "step": run_step}[mode]
+        figures: dict[str, list[tuple[float, float]]] = {config: [] for config in CONFIGS}
+        for _ in range(options.rounds):
+            for config in CONFIGS:
+                run = "auto" if mode == "runtime" else "manual"
+                configure(store=options.store, config=config, run=run)
+                figures[config].append(measured(runner, options.jobs))
+        rate_off = statistics.median(rate for rate, _ in figures["off"])
+        cpu_off = statistics.median(cpu for _, cpu in figures["off"])
+        for config in CONFIGS:
+            rate = statistics.median(rate for rate, _ in figures[config])
+            cpu = statistics.median(cpu for _, cpu in figures[config])
+            rate_cost = (rate_off - rate) / rate_off * 100
+            cpu_cost = (cpu - cpu_off) / cpu_off * 100
+            print(
+                f"{mode:8} {config:8} {rate:7.0f} jobs/s ({rate_cost:+6.1f} %)"
+                f"   {cpu:6.0f} us CPU/job ({cpu_cost:+6.1f} %)"
+            )
+            if config == "both":
+                failed |= cpu_cost > 10
+    configure(store=options.store, config="off", run="manual")
+    emit, call = emit_cost()
+    print(f"bus.emit with no listener {emit:6.0f} ns   plain function call {call:6.0f} ns")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
