@@ -13,6 +13,13 @@ fastest store, so the overhead's share is the largest. It also times `bus.emit` 
 listener beside a plain function call: what an event costs when nothing listens.
 
 On a shared machine, trust the CPU figure over the wall-clock one.
+
+    .venv/bin/python bench/obs_cost.py --queued-rows 1000000 [--store sqlite|postgres]
+
+times what the leader's queued-jobs gauge reads every 15 s (`jobs.counts()`) on a table of that
+many jobs (95 % finished, as a busy queue's table is between prunes), beside a count of the
+waiting states alone. PostgreSQL needs a server at 127.0.0.1:5432 (user postgres); the script
+creates and drops its own database.
 """
 
 from __future__ import annotations
@@ -53,6 +60,15 @@ settings.configure(
     ANOLE_JOBS={"STORE": "memory"},
     LOGGING_CONFIG=None,
 )
+PG_DATABASE = "anole_obs_cost"
+if "postgres" in sys.argv:
+    settings.DATABASES["pg"] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": PG_DATABASE,
+        "USER": os.environ.get("ANOLE_BENCH_PG_USER", "postgres"),
+        "HOST": os.environ.get("ANOLE_BENCH_PG_HOST", "127.0.0.1"),
+        "PORT": os.environ.get("ANOLE_BENCH_PG_PORT", "5432"),
+    }
 django.setup()
 
 from anole_jobs import conf, events, jobs, kind  # noqa: E402
@@ -152,13 +168,114 @@ def emit_cost(loops: int = 200_000) -> tuple[float, float]:
     return timed(bus.emit), timed(call)
 
 
+FILL_SQL = {
+    # 95 % completed, the rest spread over the waiting states and dead, over four queues.
+    "sqlite": """
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s)
+        INSERT INTO anole_jobs_job (kind, queue, state, args, meta, errors, priority, attempt,
+            max_attempts, claim_token, created_at, scheduled_at, unique_scope)
+        SELECT 'bench.obs.noop', 'q' || (i % 4),
+            CASE WHEN i % 100 < 95 THEN 'completed' WHEN i % 100 < 97 THEN 'available'
+                 WHEN i % 100 < 98 THEN 'scheduled' WHEN i % 100 < 99 THEN 'retrying'
+                 ELSE 'dead' END,
+            '{}', '{}', '[]', 0, 1, 3, 0, '2030-01-01 00:00:00', '2030-01-01 00:00:00', 'live'
+        FROM n
+    """,
+    "postgres": """
+        INSERT INTO anole_jobs_job (kind, queue, state, args, meta, errors, priority, attempt,
+            max_attempts, claim_token, created_at, scheduled_at, unique_scope)
+        SELECT 'bench.obs.noop', 'q' || (i %% 4),
+            CASE WHEN i %% 100 < 95 THEN 'completed' WHEN i %% 100 < 97 THEN 'available'
+                 WHEN i %% 100 < 98 THEN 'scheduled' WHEN i %% 100 < 99 THEN 'retrying'
+                 ELSE 'dead' END,
+            '{}', '{}', '[]', 0, 1, 3, 0, now(), now(), 'live'
+        FROM generate_series(1, %s) AS i
+    """,
+}
+COUNTS_SQL = "SELECT queue, state, COUNT(*) FROM anole_jobs_job GROUP BY 1, 2"
+#: The waiting states of one queue: a range scan of the (queue, state, id) index over the
+#: waiting rows only, whatever the number of finished ones.
+WAITING_SQL = (
+    "SELECT state, COUNT(*) FROM anole_jobs_job WHERE queue = %s"
+    " AND state IN ('available', 'scheduled', 'retrying', 'running') GROUP BY 1"
+)
+QUEUES = ("q0", "q1", "q2", "q3")
+
+
+def queued_cost(store: str, rows: int, repeat: int = 5) -> None:
+    """Time `jobs.counts()` (the gauge's read) on `rows` jobs, and the waiting states alone."""
+    from django.core.management import call_command
+    from django.db import connections
+
+    alias = "pg" if store == "postgres" else "default"
+    if store == "postgres":
+        import psycopg
+
+        db = settings.DATABASES["pg"]
+        with psycopg.connect(
+            host=db["HOST"], port=db["PORT"], user=db["USER"], dbname="postgres", autocommit=True
+        ) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE}")
+            admin.execute(f"CREATE DATABASE {PG_DATABASE}")
+    try:
+        call_command("migrate", database=alias, verbosity=0)
+        settings.ANOLE_JOBS = {"STORE": {"database": alias}, "RUN": "manual"}
+        conf.reset()
+        began = time.perf_counter()
+        with connections[alias].cursor() as cursor:
+            cursor.execute(FILL_SQL[store], [rows])
+            cursor.execute("ANALYZE" if store == "sqlite" else "VACUUM ANALYZE anole_jobs_job")
+        print(f"{store}: {rows} jobs inserted in {time.perf_counter() - began:.1f} s")
+
+        def timed(call: Callable[[], object]) -> float:
+            call()  # warm the cache: the gauge reads a table the workers keep hot
+            samples = []
+            for _ in range(repeat):
+                began = time.perf_counter()
+                call()
+                samples.append(time.perf_counter() - began)
+            return statistics.median(samples) * 1000
+
+        def waiting() -> object:
+            with connections[alias].cursor() as cursor:
+                cursor.execute(WAITING_SQL)
+                return cursor.fetchall()
+
+        with connections[alias].cursor() as cursor:
+            explain = "EXPLAIN QUERY PLAN " if store == "sqlite" else "EXPLAIN "
+            cursor.execute(
+                explain + "SELECT queue, state, COUNT(*) FROM anole_jobs_job GROUP BY 1, 2"
+            )
+            plan = " / ".join(str(row[-1]) for row in cursor.fetchall())
+        print(f"{store}: jobs.counts() {timed(jobs.counts):8.1f} ms   plan: {plan}")
+        print(f"{store}: waiting states only {timed(waiting):8.1f} ms")
+    finally:
+        conf.reset()
+        connections.close_all()
+        if store == "postgres":
+            with psycopg.connect(
+                host=db["HOST"],
+                port=db["PORT"],
+                user=db["USER"],
+                dbname="postgres",
+                autocommit=True,
+            ) as admin:
+                admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", default="runtime,step")
-    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument("--store", choices=("memory", "sqlite", "postgres"), default="memory")
+    parser.add_argument("--queued-rows", type=int, help="time the queued gauge's read instead")
     options = parser.parse_args()
+    if options.queued_rows:
+        queued_cost("sqlite" if options.store == "memory" else options.store, options.queued_rows)
+        return 0
+    if options.store == "postgres":
+        parser.error("--store postgres is for --queued-rows; the cost runs use memory or sqlite")
     if options.store == "sqlite":
         from django.core.management import call_command
 
