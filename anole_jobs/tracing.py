@@ -112,7 +112,7 @@ class RunSpan:
     trace_id: str | None = None
     span_id: str | None = None
 
-    def __init__(self, carried: tuple[str, str | None] | None) -> None:
+    def __init__(self, carried: tuple[str, str | None] | None = None) -> None:
         self._carried = carried
 
     def activate(self) -> AbstractContextManager[None]:

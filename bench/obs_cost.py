@@ -236,19 +236,23 @@ def queued_cost(store: str, rows: int, repeat: int = 5) -> None:
                 samples.append(time.perf_counter() - began)
             return statistics.median(samples) * 1000
 
-        def waiting() -> object:
+        def waiting() -> None:
             with connections[alias].cursor() as cursor:
-                cursor.execute(WAITING_SQL)
-                return cursor.fetchall()
+                for queue in QUEUES:
+                    cursor.execute(WAITING_SQL, [queue])
+                    cursor.fetchall()
 
-        with connections[alias].cursor() as cursor:
+        def plan(sql: str) -> str:
             explain = "EXPLAIN QUERY PLAN " if store == "sqlite" else "EXPLAIN "
-            cursor.execute(
-                explain + "SELECT queue, state, COUNT(*) FROM anole_jobs_job GROUP BY 1, 2"
-            )
-            plan = " / ".join(str(row[-1]) for row in cursor.fetchall())
-        print(f"{store}: jobs.counts() {timed(jobs.counts):8.1f} ms   plan: {plan}")
-        print(f"{store}: waiting states only {timed(waiting):8.1f} ms")
+            with connections[alias].cursor() as cursor:
+                cursor.execute(explain + sql.replace("%s", "'q0'"))
+                return " / ".join(str(row[-1]).strip() for row in cursor.fetchall())
+
+        print(f"{store}: jobs.counts() {timed(jobs.counts):8.1f} ms   plan: {plan(COUNTS_SQL)}")
+        print(
+            f"{store}: waiting states, one query per queue x {len(QUEUES)}"
+            f" {timed(waiting):8.1f} ms   plan: {plan(WAITING_SQL)}"
+        )
     finally:
         conf.reset()
         connections.close_all()
