@@ -40,6 +40,7 @@ KNOWN_KEYS = (
     "METRICS",
     "TRACING",
     "ADMIN_PERMISSION",
+    "STARTUP_TIMEOUT",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout")
 PRUNE_STATES = ("completed", "dead", "cancelled")
@@ -91,6 +92,8 @@ class Settings:
     sample_all: bool = True
     tracing: bool = True
     admin_permission: str | None = None
+    #: How long `runjobs` waits for the store to answer before it exits 1.
+    startup_timeout: timedelta = timedelta(seconds=10)
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,13 @@ class _Parser:
         if lease < timedelta(seconds=1):
             self.error("E007", f"ANOLE_JOBS['LEASE'] must be at least 1 second, got {lease}")
         prune = self.prune(raw.get("PRUNE"))
+        startup_timeout = self.duration(
+            raw.get("STARTUP_TIMEOUT"), "STARTUP_TIMEOUT", timedelta(seconds=10)
+        )
+        if startup_timeout <= timedelta(0):
+            self.error(
+                "E007", f"ANOLE_JOBS['STARTUP_TIMEOUT'] must be positive, got {startup_timeout}"
+            )
         table_prefix = self.string(raw, "TABLE_PREFIX", "anole_jobs_")
         key_prefix = self.string(raw, "KEY_PREFIX", "anole:")
         migrate = self.boolean(raw, "MIGRATE", True)
@@ -184,6 +194,7 @@ class _Parser:
             tracing=tracing,
             sample_all=sample_all,
             admin_permission=permission,
+            startup_timeout=startup_timeout,
         )
 
     def choice(

@@ -18,7 +18,8 @@ logger = logging.getLogger("anole_jobs.events")
 # Event names (the `name` of an `Event`).
 ENQUEUED = "enqueued"  # queue, kind, inserted (bool)
 RUN_STARTED = "run_started"  # queue, kind, job_id, attempt
-RUN_FINISHED = "run_finished"  # queue, kind, job_id, attempt, outcome, seconds, saved (bool)
+RUN_FINISHED = "run_finished"  # queue, kind, job_id, attempt, max_attempts, outcome, seconds,
+#   saved (bool), error_type (str | None); emitted only by worker/outcomes.py
 RESCUED = "rescued"  # queue, kind, job_id, state
 STAGED = "staged"  # count
 PRUNED = "pruned"  # count

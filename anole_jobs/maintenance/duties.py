@@ -7,6 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 
 from anole_jobs import events
+from anole_jobs.background import health
 from anole_jobs.service import Jobs
 from anole_jobs.stores.base import Rescued
 
@@ -75,8 +76,9 @@ class Leadership:
             leading = self.service.store.lead(
                 instance=self.instance, now=now, ttl=self.service.settings.lease
             )
-        except Exception:
-            logger.exception("leader election failed; acting as a follower")
+        except Exception as exc:  # noqa: BLE001 - a follower until the store answers again
+            # Not counted as an outage here: the maintenance loop's next store call is.
+            health.failed(exc, where="leader election (acting as a follower)", failures=1)
             leading = False
         if leading != self.leading:
             self.leading = leading

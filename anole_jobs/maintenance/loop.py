@@ -8,15 +8,14 @@ leadership before each duty (R23).
 from __future__ import annotations
 
 import logging
-import threading
 from datetime import datetime
 
 from anole_jobs import events
+from anole_jobs.background import BackgroundThread
 from anole_jobs.clock import monotonic
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
 from anole_jobs.service import Jobs
-from anole_jobs.worker.completer import close_broken_connections
 
 logger = logging.getLogger("anole_jobs.maintenance")
 
@@ -26,8 +25,11 @@ GAUGE_INTERVAL = 15.0
 UNHANDLED_INTERVAL = 30.0
 
 
-class MaintenanceLoop:
+class MaintenanceLoop(BackgroundThread):
+    name = "anole-maintenance"
+
     def __init__(self, service: Jobs, *, instance: str, queues: list[str]) -> None:
+        super().__init__()
         self.service = service
         self.queues = queues
         self.leadership = Leadership(service, instance)
@@ -39,18 +41,8 @@ class MaintenanceLoop:
         self.tick = min(STAGE_INTERVAL, lease / 3)
         self.rescue_interval = lease / 2
         self.cron = CronScheduler(service)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="anole-maintenance", daemon=True)
         self._last: dict[str, float] = {}
         self._last_gauge_at: datetime | None = None
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the loop (it resigns leadership on its way out), waiting at most `timeout`."""
-        self._stop.set()
-        self._thread.join(timeout=max(timeout, 0.0))
 
     def _due(self, name: str, interval: float) -> bool:
         now = monotonic()
@@ -59,7 +51,8 @@ class MaintenanceLoop:
             return True
         return False
 
-    def run_once(self) -> None:
+    def run_duties(self) -> None:
+        """One round of every duty that is due."""
         service = self.service
         leader = self.leadership.run_once(service.clock())
         if leader:
@@ -94,19 +87,12 @@ class MaintenanceLoop:
         if self.leadership.run_once(self.service.clock()):
             self.cron.run_once(self.service.clock())
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.run_once()
-            except Exception:  # noqa: BLE001 - maintenance retries at the next tick
-                close_broken_connections()
-                logger.exception("maintenance failed; retrying")
-            self._stop.wait(self.tick)
+    def run_once(self) -> float:
+        self.run_duties()
+        return self.tick
+
+    def on_exit(self) -> None:
         try:
             self.leadership.resign()
         except Exception:  # noqa: BLE001 - leadership then lapses with its lease
             logger.warning("could not resign leadership; it lapses with its lease")
-        from django.db import connections
-
-        for connection in connections.all(initialized_only=True):
-            connection.close()

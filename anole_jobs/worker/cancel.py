@@ -1,5 +1,8 @@
 """Cancellation of one run (R18): a flag set by a timeout, a drain or a lost lease, raised as
 `Canceled` at the handler's next wait.
+
+The timeout is a deadline the scope checks itself at every wait (and a sleep wakes for), so
+no timer thread is needed: the runtime and `jobs.step()` enforce it the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any, Literal
 
 from django.db import connections
 
+from anole_jobs.clock import monotonic
 from anole_jobs.errors import Canceled
 
 Reason = Literal["timeout", "drain", "lost"]
@@ -27,6 +31,14 @@ class CancelScope:
         self._waits = waits
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
+        self.deadline: float | None = None  # monotonic; past it the run is cancelled "timeout"
+
+    def time_out_after(self, seconds: float) -> None:
+        self.deadline = monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        """Seconds left before the timeout (None: no timeout)."""
+        return None if self.deadline is None else max(0.0, self.deadline - monotonic())
 
     @property
     def cancelled(self) -> bool:
@@ -53,12 +65,20 @@ class CancelScope:
         callback()
 
     def check(self) -> None:
+        if not self._event.is_set() and self.deadline is not None and monotonic() >= self.deadline:
+            self.cancel("timeout")
         if self._event.is_set():
             raise Canceled(self.reason or "canceled")
 
     def sleep(self, delay: timedelta) -> None:
         if self._waits:
-            self._event.wait(max(delay.total_seconds(), 0.0))
+            end = monotonic() + max(delay.total_seconds(), 0.0)
+            while not self._event.is_set():
+                now = monotonic()
+                until = end if self.deadline is None else min(end, self.deadline)
+                if now >= until:
+                    break
+                self._event.wait(until - now)
         self.check()
 
     def wait(self, seconds: float) -> bool:

@@ -1,10 +1,14 @@
 """One attempt of one claimed job, as a pipeline of named steps (R15–R20):
 
-    decode -> call (with cancel and timeout) -> decide -> (the caller writes, fenced) -> event
+    span -> RUN_STARTED -> decode -> call (cancel, timeout) -> decide
+         -> (the caller writes, fenced) -> outcomes.record
 
-`Executor.run` returns an `Attempt`: the `Finish` to write (None when nothing may be written)
-and the outcome to report. Writing is the caller's, so a worker pool can batch the writes of
-many attempts into one round trip.
+`Executor.run` returns an `Attempt` (see `outcomes`): the `Finish` to write (None when nothing
+may be written) and the outcome to report. Writing is the caller's, so a worker pool can batch
+the writes of many attempts into one round trip; recording is `outcomes`'.
+
+The kind's timeout is a deadline on the run's `CancelScope`, checked at every wait, so the
+runtime and `jobs.step()` enforce it alike (an async handler's `await` is bounded by it too).
 """
 
 from __future__ import annotations
@@ -14,13 +18,12 @@ import logging
 import os
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 
-from anole_jobs import codec, tracing
+from anole_jobs import codec, events, tracing
 from anole_jobs.backoff import default_backoff
 from anole_jobs.clock import monotonic
 from anole_jobs.errors import Canceled, Discard, RetryIn, Snooze
@@ -30,33 +33,13 @@ from anole_jobs.records import Outcome
 from anole_jobs.service import Jobs
 from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish
 from anole_jobs.worker.cancel import CancelScope, cancel_on_queries
+from anole_jobs.worker.outcomes import Attempt, give_back
 
 logger = logging.getLogger("anole_jobs.worker")
 
 TRACEBACK_FRAMES = 6
 TRACEBACK_CHARS = 4000
 MESSAGE_CHARS = 2000
-
-#: Starts a timer that cancels `scope` after `seconds`; returns a function that stops it.
-TimeoutWatch = Callable[[CancelScope, float], Callable[[], None]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Attempt:
-    claimed: ClaimedJob
-    outcome: Outcome
-    finish: Finish | None
-    seconds: float
-    #: Set when `job.complete_in` committed the completion inside the handler's transaction.
-    completed_in_transaction: bool = False
-    # h11-obs (run spans): the attempt's span, ended once the outcome is final. At merge, keep
-    # h8-runtime's attempt pipeline, which calls tracing.start_run_span itself.
-    span: tracing.RunSpan | None = None
-
-    def end_span(self, outcome: str) -> None:
-        if self.span is not None:
-            error = self.finish.error if self.finish is not None else None
-            self.span.end(outcome, error.type if error is not None else None)
 
 
 class _Control:
@@ -101,40 +84,40 @@ class Executor:
         service: Jobs,
         *,
         manual: bool,
-        watch_timeout: TimeoutWatch | None = None,
         rand: Callable[[], float] | None = None,
     ) -> None:
         self.service = service
         self.manual = manual
-        self.watch_timeout = watch_timeout
         self.rand = rand
 
-    def run(self, claimed: ClaimedJob, scope: CancelScope | None = None) -> Attempt:
+    def start_span(self, claimed: ClaimedJob) -> tracing.RunSpan:
+        record = claimed.record
+        return tracing.start_run_span(
+            settings=self.service.settings,
+            queue=record.queue,
+            kind=record.kind,
+            job_id=record.id,
+            attempt=claimed.run.attempt,
+            max_attempts=record.max_attempts,
+            meta=record.meta,
+        )
+
+    def run(
+        self,
+        claimed: ClaimedJob,
+        scope: CancelScope | None = None,
+        span: tracing.RunSpan | None = None,
+    ) -> Attempt:
         scope = scope or CancelScope(waits=not self.manual)
         record = claimed.record
         started = monotonic()
         handler = self.service.registry.handler(record.kind)
         if handler is None:
             # Claims name the handled kinds, so this is a handler removed since: give it back.
-            now = self.service.clock()
-            give_back = Finish(
-                run=claimed.run,
-                state="available",
-                at=now,
-                scheduled_at=now,
-                give_back_attempt=True,
-            )
-            return Attempt(claimed=claimed, outcome="interrupted", finish=give_back, seconds=0.0)
+            back = give_back(claimed.run, self.service.clock())
+            return Attempt(claimed=claimed, outcome="interrupted", finish=back, seconds=0.0)
+        span = span or self.start_span(claimed)
         control = _Control(self, claimed, scope)
-        span = tracing.start_run_span(  # h11-obs: see Attempt.span
-            settings=self.service.settings,
-            queue=record.queue,
-            kind=record.kind,
-            job_id=record.id,
-            attempt=record.attempt,
-            max_attempts=record.max_attempts,
-            meta=record.meta,
-        )
         job = Job(
             id=record.id,
             kind=record.kind,
@@ -150,6 +133,14 @@ class Executor:
             trace_id=span.trace_id,
             span_id=span.span_id,
         )
+        scope.time_out_after(handler.kind.timeout.total_seconds())
+        self.service.bus.emit(
+            events.RUN_STARTED,
+            queue=record.queue,
+            kind=record.kind,
+            job_id=record.id,
+            attempt=claimed.run.attempt,
+        )
         error: BaseException | None = None
         try:
             with span.activate():
@@ -160,7 +151,7 @@ class Executor:
             error = exc
         seconds = monotonic() - started
         if control.completion_requested:
-            return replace(self._after_complete_in(claimed, control, error, seconds), span=span)
+            return self._after_complete_in(claimed, control, error, seconds, span)
         outcome, finish = self.decide(claimed, job, handler, error, scope)
         return Attempt(claimed=claimed, outcome=outcome, finish=finish, seconds=seconds, span=span)
 
@@ -170,22 +161,14 @@ class Executor:
             args: Any = codec.decode_args(handler.kind.args_type, job.args)
         except codec.DecodeError as exc:
             raise Discard(str(exc)) from None
-        timeout = handler.kind.timeout.total_seconds()
         if handler.is_async:
-            self._call_async(handler, job, args, scope, timeout)
+            self._call_async(handler, job, args, scope)
             return
-        stop_watch = self.watch_timeout(scope, timeout) if self.watch_timeout else None
-        try:
-            with cancel_on_queries(scope):
-                scope.check()
-                handler.func(job, args)
-        finally:
-            if stop_watch is not None:
-                stop_watch()
+        with cancel_on_queries(scope):
+            scope.check()
+            handler.func(job, args)
 
-    def _call_async(
-        self, handler: HandlerSpec, job: Job, args: Any, scope: CancelScope, timeout: float
-    ) -> None:
+    def _call_async(self, handler: HandlerSpec, job: Job, args: Any, scope: CancelScope) -> None:
         async def main() -> None:
             task = asyncio.ensure_future(handler.func(job, args))
             loop = asyncio.get_running_loop()
@@ -195,10 +178,7 @@ class Executor:
 
             scope.on_cancel(cancel_task)
             try:
-                if self.manual:
-                    await task
-                else:
-                    await asyncio.wait_for(task, timeout)
+                await asyncio.wait_for(task, scope.remaining())
             except TimeoutError:
                 scope.cancel("timeout")
                 raise Canceled("timeout") from None
@@ -238,13 +218,7 @@ class Executor:
             if scope.reason == "lost":
                 return "lost", None
             if scope.reason == "drain":
-                return "interrupted", Finish(
-                    run=run,
-                    state="available",
-                    at=now,
-                    scheduled_at=now,
-                    give_back_attempt=True,
-                )
+                return "interrupted", give_back(run, now)
             timeout = handler.kind.timeout
             entry = self._entry(
                 job, now, "Timeout", f"the run exceeded its timeout of {timeout}", None
@@ -308,7 +282,12 @@ class Executor:
         )
 
     def _after_complete_in(
-        self, claimed: ClaimedJob, control: _Control, error: BaseException | None, seconds: float
+        self,
+        claimed: ClaimedJob,
+        control: _Control,
+        error: BaseException | None,
+        seconds: float,
+        span: tracing.RunSpan,
     ) -> Attempt:
         # The handler's own transaction decided the outcome (R20): write nothing more.
         if control.completion_committed:
@@ -317,6 +296,7 @@ class Executor:
                 outcome="completed",
                 finish=None,
                 seconds=seconds,
+                span=span,
                 completed_in_transaction=True,
             )
         logger.warning(
@@ -324,7 +304,7 @@ class Executor:
             claimed.record.id,
             type(error).__name__ if error else "rolled back",
         )
-        return Attempt(claimed=claimed, outcome="lost", finish=None, seconds=seconds)
+        return Attempt(claimed=claimed, outcome="lost", finish=None, seconds=seconds, span=span)
 
 
 def _type_name(error: BaseException) -> str:

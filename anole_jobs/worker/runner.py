@@ -3,8 +3,12 @@ maintenance, and the drain that stops them.
 
 `jobs.start()` / `jobs.stop()` drive it inside an app's own process; `manage.py runjobs` is
 built on them. Drain: stop claiming; give running jobs each queue's `drain_timeout`; then
-cancel them and put them back `available` with the attempt not counted (`interrupted`). A run
-that finished before the cancel keeps its outcome: its write may take up to 3 s more.
+cancel them and give them `DRAIN_GRACE` to end by themselves (a handler that lets `Canceled`
+go up is `interrupted`: back to `available`, the attempt not counted; one that swallows it and
+returns is `completed`; one that finished meanwhile keeps its outcome). Only what still runs
+after the grace is put back by the runtime itself, fenced. The completer then writes what is
+pending, so the process never leaves while a finished run's write is in flight; all of it
+within max(drain_timeout) + 3 s.
 """
 
 from __future__ import annotations
@@ -16,24 +20,31 @@ import threading
 import uuid
 from collections.abc import Sequence
 
-from anole_jobs import events
+from anole_jobs.background import (
+    backoff_delay,
+    close_broken_connections,
+    close_connections,
+    describe_error,
+)
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
-from anole_jobs.errors import ConfigurationError
+from anole_jobs.errors import ConfigurationError, StoreUnavailable
 from anole_jobs.maintenance.loop import MaintenanceLoop
-from anole_jobs.records import Outcome
 from anole_jobs.service import Jobs
-from anole_jobs.stores.base import Finish
+from anole_jobs.tracing import RunSpan
 from anole_jobs.worker.completer import Completer
-from anole_jobs.worker.executor import Attempt, Executor
+from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.heartbeat import Heartbeat
+from anole_jobs.worker.outcomes import Attempt, Outcomes, give_back
 from anole_jobs.worker.queue import QueueWorker
-from anole_jobs.worker.runs import Run, RunRegistry
-from anole_jobs.worker.timers import TimeoutWatcher
+from anole_jobs.worker.runs import RunRegistry
 
 logger = logging.getLogger("anole_jobs.worker")
 
 WRITE_GRACE = 3.0  # seconds a finished run's write may take past the drain deadline (R27)
+#: Seconds cancelled runs get to end by themselves before the runtime puts them back (within
+#: WRITE_GRACE, leaving time for that write).
+DRAIN_GRACE = 1.0
 POLL_INTERVAL = 1.0
 
 
@@ -69,9 +80,9 @@ class Runtime:
         ]
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.runs = RunRegistry()
-        self.timeouts = TimeoutWatcher()
-        self.executor = Executor(service, manual=False, watch_timeout=self.timeouts.watch)
-        self.completer = Completer(service, on_done=self._record)
+        self.executor = Executor(service, manual=False)
+        self.outcomes = Outcomes(service)
+        self.completer = Completer(service, self.outcomes)
         self.heartbeat = Heartbeat(service, self.runs)
         self.maintenance = MaintenanceLoop(service, instance=self.instance, queues=names)
         self.workers = [
@@ -79,10 +90,10 @@ class Runtime:
                 service,
                 config,
                 executor=self.executor,
+                completer=self.completer,
                 runs=self.runs,
                 worker_name=self.instance,
                 poll_interval=poll_interval,
-                on_attempt=self._on_attempt,
             )
             for config in self.queue_configs
         ]
@@ -96,7 +107,6 @@ class Runtime:
             if self.started:
                 return
             self.started = True
-        self.timeouts.start()
         self.completer.start()
         self.heartbeat.start()
         self.maintenance.start()
@@ -143,10 +153,11 @@ class Runtime:
             thread.start()
         for thread in drainers:
             thread.join(timeout=left())
-        self.completer.stop(deadline=deadline)
-        self.heartbeat.stop(timeout=min(5.0, left()))
-        self.maintenance.stop(timeout=min(10.0, left()))
-        self.timeouts.stop(timeout=min(5.0, left()))
+        self.heartbeat.request_stop()
+        self.maintenance.request_stop()
+        self.completer.stop(timeout=left())
+        self.heartbeat.join(timeout=min(5.0, left()))
+        self.maintenance.join(timeout=min(10.0, left()))
         for worker in self.workers:
             worker.release_slots()
         self.stopped.set()
@@ -159,66 +170,69 @@ class Runtime:
             worker.give_back(unstarted)
         if self.runs.wait_empty(config.name, max(0.0, deadline - monotonic())):
             return
-        # Deadline: cancel what still runs, and put it back ourselves at once (fenced): a sync
-        # handler may never reach a wait.
-        now = self.service.clock()
-        interrupted: list[Run] = []
+        # Deadline: cancel, and let each run end by itself for a moment (its next wait raises
+        # Canceled; a finished run's attempt goes to the completer as usual).
         for run in self.runs.snapshot(config.name):
             run.scope.cancel("drain")
-            if run.interrupt_by_runtime():
-                interrupted.append(run)
+        if self.runs.wait_empty(config.name, DRAIN_GRACE):
+            return
+        # Still running (a sync handler that reaches no wait): put it back ourselves, fenced.
+        now = self.service.clock()
+        interrupted = [
+            Attempt(
+                claimed=run.claimed,
+                outcome="interrupted",
+                finish=give_back(run.ref, now),
+                seconds=monotonic() - run.started_at,
+                span=run.span or RunSpan(),
+            )
+            for run in self.runs.snapshot(config.name)
+            if run.interrupt_by_runtime()
+        ]
         if not interrupted:
             return
-        finishes = [
-            Finish(run=run.ref, state="available", at=now, scheduled_at=now, give_back_attempt=True)
-            for run in interrupted
-        ]
         try:
-            written = self.service.store.finish(finishes)
-        except Exception:  # noqa: BLE001 - then the lease lapses and rescue puts them back
-            logger.exception("could not put %d drained jobs back; rescue will", len(finishes))
-            written = [False] * len(finishes)
-        for run, saved in zip(interrupted, written, strict=True):
-            outcome: Outcome = "interrupted" if saved else "lost"
-            self._emit(run.claimed, outcome, monotonic() - run.started_at, saved=saved)
-        if interrupted:
-            self.service.store.wake([config.name])
+            self.outcomes.write(interrupted)
+        except Exception:  # noqa: BLE001 - recorded unsaved; the lease lapses, rescue puts them back
+            return
+        self.service.store.wake([config.name])
 
-    # -- outcomes ------------------------------------------------------------------------------
-    def _on_attempt(self, run: Run, attempt: Attempt) -> None:
-        if not run.finish_by_handler():
-            attempt.end_span("interrupted")  # h11-obs run spans; keep h8-runtime's at merge
-            return  # the drain deadline already put the job back
-        self.completer.submit(attempt)
 
-    def _record(self, attempt: Attempt, outcome: Outcome, saved: bool) -> None:
-        attempt.end_span(outcome)  # h11-obs run spans; keep h8-runtime's at merge
-        if saved:
-            self._emit(attempt.claimed, outcome, attempt.seconds, saved=True)
+def wait_for_store(service: Jobs, timeout: float) -> None:
+    """Return once the store answers a read; raise `StoreUnavailable` naming the last error
+    when it does not within `timeout` seconds (a hung connect included: the probe runs in a
+    thread of its own)."""
+    deadline = monotonic() + timeout
+    last: list[BaseException] = []
+    answered = threading.Event()
+    stop = threading.Event()
 
-    def _emit(self, claimed: object, outcome: Outcome, seconds: float, *, saved: bool) -> None:
-        record = claimed.record  # type: ignore[attr-defined]
-        attempt = claimed.run.attempt  # type: ignore[attr-defined]
-        log = logger.info if outcome in ("completed", "snoozed") else logger.warning
-        if outcome == "completed":
-            log = logger.debug if seconds < 1 else logger.info
-        log(
-            "job %s %s attempt %d/%d on %s: %s (%.3f s)",
-            record.id,
-            record.kind,
-            attempt,
-            record.max_attempts,
-            record.queue,
-            outcome,
-            seconds,
-        )
-        self.service.bus.emit(
-            events.RUN_FINISHED,
-            queue=record.queue,
-            kind=record.kind,
-            job_id=record.id,
-            attempt=attempt,
-            outcome=outcome,
-            seconds=seconds,
-            saved=saved,
-        )
+    def probe() -> None:
+        failures = 0
+        try:
+            while not stop.is_set():
+                try:
+                    service.store.get(0)
+                except Exception as exc:  # noqa: BLE001 - reported below, in one line
+                    last[:] = [exc]
+                    close_broken_connections()
+                    failures += 1
+                    stop.wait(min(backoff_delay(failures), max(0.0, deadline - monotonic())))
+                    continue
+                answered.set()
+                return
+        finally:
+            close_connections()
+
+    thread = threading.Thread(target=probe, name="anole-store-probe", daemon=True)
+    thread.start()
+    answered.wait(timeout)
+    stop.set()
+    if answered.is_set():
+        return
+    why = describe_error(last[0]) if last else "no answer (the connection hangs)"
+    raise StoreUnavailable(
+        f"the {service.store.name} store did not answer within {timeout:g} s: {why}. "
+        "Check that the server runs and that the settings point at it "
+        '(ANOLE_JOBS["STARTUP_TIMEOUT"] sets how long to wait)'
+    )

@@ -1,17 +1,20 @@
 """The runs in flight in one runtime, and the one decision each run gets exactly once.
 
 A run ends either because its handler returned (`finish_by_handler`) or because the runtime
-gave it up at a drain deadline (`interrupt_by_runtime`); whichever comes first wins, so a
-handler that finishes just as the deadline passes never gets two writes.
+gave it up after the drain's grace (`interrupt_by_runtime`); whichever comes first wins, so a
+handler that finishes just as the grace ends never gets two writes. The handler's side hands
+its attempt on inside the same lock, so once the runtime's side has run, every run the
+handler finished is already with the completer (the drain never exits ahead of that write).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from anole_jobs.clock import monotonic
 from anole_jobs.stores.base import ClaimedJob, RunRef
+from anole_jobs.tracing import RunSpan
 from anole_jobs.worker.cancel import CancelScope
 
 
@@ -22,6 +25,7 @@ class Run:
         self._lock = threading.Lock()
         self._ended_by: str | None = None
         self.started_at = monotonic()
+        self.span: RunSpan | None = None  # set when a slot starts the handler
 
     @property
     def ended(self) -> bool:
@@ -32,16 +36,18 @@ class Run:
     def ref(self) -> RunRef:
         return self.claimed.run
 
-    def finish_by_handler(self) -> bool:
-        """The handler returned: True if its outcome is still the one to record."""
+    def finish_by_handler(self, hand_on: Callable[[], None]) -> bool:
+        """The handler returned: if its outcome is still the one to record, call `hand_on`
+        (which passes it to the completer) and return True."""
         with self._lock:
             if self._ended_by is None:
                 self._ended_by = "handler"
+                hand_on()
                 return True
             return False
 
     def interrupt_by_runtime(self) -> bool:
-        """The drain deadline passed: True if the runtime must put the job back itself."""
+        """The drain's grace passed: True if the runtime must put the job back itself."""
         with self._lock:
             if self._ended_by is None:
                 self._ended_by = "runtime"

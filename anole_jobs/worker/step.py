@@ -2,7 +2,8 @@
 
 Order: leader, cron, stage, rescue, prune (leader only), then every due job of every configured
 queue, one after the other. In manual mode there is no heartbeat: a lease ends `LEASE` after
-the claim. `step()` may run in several threads at once; each thread is an instance.
+the claim. `step()` may run in several threads at once; each thread is an instance. A kind's
+timeout is enforced as in the runtime: the handler is cancelled at its next wait after it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import os
 import socket
 import threading
 
-from anole_jobs import events
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
 from anole_jobs.records import RunRecord, StepReport
 from anole_jobs.service import Jobs
-from anole_jobs.worker.executor import Attempt, Executor
+from anole_jobs.worker.executor import Executor
+from anole_jobs.worker.outcomes import Outcomes
 
 CLAIM_LIMIT = 10_000
 
@@ -29,6 +30,7 @@ class Stepper:
     def __init__(self, service: Jobs) -> None:
         self.service = service
         self.executor = Executor(service, manual=True)
+        self.outcomes = Outcomes(service)
         self.cron = CronScheduler(service)
         self._local = threading.local()
 
@@ -66,7 +68,17 @@ class Stepper:
             # One fenced write for the whole batch, as the runtime's completer does: a step's
             # later jobs see earlier outcomes only once the step returns.
             attempts = [self.executor.run(job) for job in claimed]
-            runs.extend(self._record_all(attempts))
+            for attempt, outcome in zip(attempts, self.outcomes.write(attempts), strict=True):
+                record = attempt.claimed.record
+                runs.append(
+                    RunRecord(
+                        job_id=record.id,
+                        kind=record.kind,
+                        queue=record.queue,
+                        attempt=attempt.claimed.run.attempt,
+                        outcome=outcome,
+                    )
+                )
         return StepReport(
             runs=runs,
             staged=staged,
@@ -74,32 +86,4 @@ class Stepper:
             pruned=pruned,
             cron_enqueued=cron_enqueued,
             leader=leader,
-        )
-
-    def _record_all(self, attempts: list[Attempt]) -> list[RunRecord]:
-        to_write = [attempt for attempt in attempts if attempt.finish is not None]
-        written = self.service.store.finish([a.finish for a in to_write]) if to_write else []  # type: ignore[misc]
-        saved_by_run = {a.claimed.run: ok for a, ok in zip(to_write, written, strict=True)}
-        return [self._record(a, saved_by_run.get(a.claimed.run, True)) for a in attempts]
-
-    def _record(self, attempt: Attempt, saved: bool) -> RunRecord:
-        outcome = "lost" if not saved else attempt.outcome
-        record = attempt.claimed.record
-        attempt.end_span(outcome)  # h11-obs run spans; at merge keep h8-runtime's pipeline
-        self.service.bus.emit(
-            events.RUN_FINISHED,
-            queue=record.queue,
-            kind=record.kind,
-            job_id=record.id,
-            attempt=attempt.claimed.run.attempt,
-            outcome=outcome,
-            seconds=attempt.seconds,
-            saved=saved,
-        )
-        return RunRecord(
-            job_id=record.id,
-            kind=record.kind,
-            queue=record.queue,
-            attempt=attempt.claimed.run.attempt,
-            outcome=outcome,
         )

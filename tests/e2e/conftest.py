@@ -8,8 +8,11 @@ psycopg, migrated once, emptied before each test and dropped at the end) or Redi
 test starts is killed at its teardown, and its output is printed there (pytest shows it when
 the test fails).
 
-Waiting is always bounded: `subprocess.wait(timeout=...)`, or `wait_until`, a poll loop with a
-deadline over the store or the process's output.
+Waiting is always bounded and wakes on what happens, not on a timer: every `runjobs` process's
+output is read line by line by a thread that notifies `OUTPUT`, and `wait_until` re-checks its
+condition each time a line arrives (handlers print a line for every marker they touch, and
+the runtime logs every run's end after its write). A slow re-check (`RECHECK`) covers the few
+changes that print nothing, such as a lock held in the database.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,20 +44,50 @@ WRITE_GRACE = 3.0  # R27/R28: the exit bound is max(drain_timeout) + 3 s
 #: Python's own start-up and shut-down around the bound, measured from the signal.
 ALLOWANCE = 1.5
 COMMAND_TIMEOUT = 60.0
-POLL = 0.05
+RECHECK = 0.5  # seconds between re-checks when no output arrives
 
 
-def wait_until(check: Callable[[], Any], what: str, timeout: float, poll: float = POLL) -> Any:
-    """Call `check` until it returns something truthy (returned) or `timeout` seconds pass."""
+class Output:
+    """Notified on every line any `runjobs` process of this session prints."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.lines = 0
+
+    def seen(self) -> int:
+        with self.cond:
+            return self.lines
+
+    def line(self) -> None:
+        with self.cond:
+            self.lines += 1
+            self.cond.notify_all()
+
+    def wait_after(self, seen: int, timeout: float) -> None:
+        """Wait until a line arrives after `seen` lines, or `timeout` seconds pass."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.lines != seen, timeout)
+
+
+OUTPUT = Output()
+
+
+def wait_until(
+    check: Callable[[], Any], what: str, timeout: float, recheck: float = RECHECK
+) -> Any:
+    """Call `check` until it returns something truthy (returned), re-checking whenever a
+    process prints a line (at most `recheck` s apart); fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
+        seen = OUTPUT.seen()
         last = check()
         if last:
             return last
-        if time.monotonic() >= deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
-        time.sleep(poll)
+        OUTPUT.wait_after(seen, min(left, recheck))
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -100,10 +134,20 @@ class Worker:
             [sys.executable, "-m", "django", "runjobs", *args],
             cwd=ROOT,
             env=env,
-            stdout=self._log,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
+        self._reader = threading.Thread(target=self._read, name=f"runjobs-{self.pid}-output")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._log.write(line)
+            self._log.flush()
+            OUTPUT.line()
+        OUTPUT.line()  # the process ended: waiters re-check (and see it exited)
 
     @property
     def pid(self) -> int:
@@ -153,6 +197,7 @@ class Worker:
 
     def close(self) -> None:
         self.kill()
+        self._reader.join(timeout=30)
         self._log.close()
 
 
@@ -247,7 +292,7 @@ class Backend:
             return None
 
         try:
-            return wait_until(done, what, timeout, poll=0.1)
+            return wait_until(done, what, timeout)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\njobs now: {self.jobs(ids)}") from None
 
@@ -256,11 +301,24 @@ class Backend:
     ) -> dict[int, dict[str, Any]]:
         return self.wait_jobs(ids, lambda r: r["state"] == state, f"jobs {ids} {state}", timeout)
 
+    def wait_markers(
+        self, count: int, what: str = "started", timeout: float = 30.0, job_id: int | None = None
+    ) -> None:
+        """Wait until `count` handlers (of `job_id` only, if given) touched `what`."""
+        wait_markers(self.markers, count, what, timeout, job_id)
 
-def wait_markers(directory: Path, count: int, what: str = "started", timeout: float = 30.0) -> None:
+
+def wait_markers(
+    directory: Path,
+    count: int,
+    what: str = "started",
+    timeout: float = 30.0,
+    job_id: int | None = None,
+) -> None:
     """Wait until `count` handlers touched ``<id>.<attempt>.<what>`` in `directory`."""
+    pattern = f"{job_id}.*.{what}" if job_id is not None else f"*.{what}"
     wait_until(
-        lambda: len(list(directory.glob(f"*.{what}"))) >= count,
+        lambda: len(list(directory.glob(pattern))) >= count,
         f"{count} handlers {what}",
         timeout,
     )
@@ -291,17 +349,13 @@ JOB_COLUMNS = "id, kind, state, attempt, errors"
 def sqlite_reader(path: Path) -> Callable[[list[int]], dict[int, dict[str, Any]]]:
     def read(ids: list[int]) -> dict[int, dict[str, Any]]:
         marks = ", ".join("?" for _ in ids)
-        for _ in range(50):
-            try:
-                with sqlite3.connect(path, timeout=10) as db:
-                    rows = db.execute(
-                        f"SELECT {JOB_COLUMNS} FROM anole_jobs_job WHERE id IN ({marks})", ids
-                    ).fetchall()
-                return _sql_rows(rows)
-            except sqlite3.OperationalError as exc:  # locked by the worker: read again
-                last = exc
-                time.sleep(POLL)
-        raise last
+        # WAL: a reader is never blocked by the worker's writes; the busy timeout covers
+        # a checkpoint.
+        with sqlite3.connect(path, timeout=20) as db:
+            rows = db.execute(
+                f"SELECT {JOB_COLUMNS} FROM anole_jobs_job WHERE id IN ({marks})", ids
+            ).fetchall()
+        return _sql_rows(rows)
 
     return read
 

@@ -11,6 +11,8 @@ commands `e2e_enqueue` / `e2e_jobs`). The store comes from environment variables
     ANOLE_E2E_CONCURRENCY  concurrency of the "default" queue (default 4)
     ANOLE_E2E_DEPLOYMENT   DEPLOYMENT (default "server")
     ANOLE_E2E_NOTIFY       1 (default) | 0
+    ANOLE_E2E_PG_PORT      the PostgreSQL port (default: ANOLE_TEST_PG_PORT or 5432)
+    ANOLE_E2E_STARTUP_TIMEOUT  STARTUP_TIMEOUT in seconds (default 10)
 
 Short leases and drains keep the tests fast; the rules they check are stated relative to them.
 """
@@ -42,7 +44,9 @@ if STORE == "postgres":
             "NAME": os.environ["ANOLE_E2E_PG_DB"],
             "USER": os.environ.get("ANOLE_TEST_PG_USER", "postgres"),
             "HOST": os.environ.get("ANOLE_TEST_PG_HOST", "127.0.0.1"),
-            "PORT": os.environ.get("ANOLE_TEST_PG_PORT", "5432"),
+            "PORT": os.environ.get(
+                "ANOLE_E2E_PG_PORT", os.environ.get("ANOLE_TEST_PG_PORT", "5432")
+            ),
         }
     }
 else:
@@ -69,4 +73,5 @@ ANOLE_JOBS = {
     "DEPLOYMENT": os.environ.get("ANOLE_E2E_DEPLOYMENT", "server"),
     "NOTIFY": os.environ.get("ANOLE_E2E_NOTIFY", "1") != "0",
     "KEY_PREFIX": os.environ.get("ANOLE_E2E_KEY_PREFIX", "anole-e2e:"),
+    "STARTUP_TIMEOUT": float(os.environ.get("ANOLE_E2E_STARTUP_TIMEOUT", "10")),
 }

@@ -26,6 +26,8 @@ from anole_jobs import Canceled, Job, jobs, kind
 def touch(marker: str, job: Job, what: str) -> None:
     if marker:
         Path(marker, f"{job.id}.{job.attempt}.{what}").touch()
+        # Also a line on stdout, so a test reading the process's output wakes at once.
+        print(f"e2e-marker {job.id}.{job.attempt}.{what}", flush=True)
 
 
 @kind("e2e.noop", attempts=3)
@@ -211,6 +213,104 @@ def swallow_cancel(job: Job, args: SwallowCancel) -> None:
     touch(args.marker, job, "finished")
 
 
+# -- one handler per way of waiting, for the drain and timeout matrix ----------------------------
+#: How a sync handler waits between two steps of its loop (every 50 ms).
+SYNC_WAITS = ("sleep", "check", "query", "none")
+
+
+@dataclass
+class WaitArgs:
+    """Loop for `seconds`, waiting the way `how` says; on `Canceled`, touch ``canceled`` and
+    let it go up (or, with `swallow`, return normally)."""
+
+    how: str = "sleep"
+    seconds: float = 60.0
+    swallow: bool = False
+    marker: str = ""
+
+
+def _wait_once(job: Job, how: str) -> None:
+    if how == "sleep":
+        job.sleep(0.05)
+    elif how == "check":
+        job.check_cancelled()
+        time.sleep(0.05)
+    elif how == "query":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        time.sleep(0.05)
+    else:  # "none": never reaches a wait the runtime can cancel
+        time.sleep(0.05)
+
+
+def _wait_loop(job: Job, args: WaitArgs) -> None:
+    touch(args.marker, job, "started")
+    try:
+        give_up = time.monotonic() + args.seconds
+        while time.monotonic() < give_up:
+            _wait_once(job, args.how)
+    except Canceled:
+        touch(args.marker, job, "canceled")
+        if not args.swallow:
+            raise
+    touch(args.marker, job, "finished")
+
+
+async def _await_loop(job: Job, args: WaitArgs) -> None:
+    touch(args.marker, job, "started")
+    try:
+        await asyncio.sleep(args.seconds)
+    except asyncio.CancelledError:
+        touch(args.marker, job, "canceled")
+        if not args.swallow:
+            raise
+    touch(args.marker, job, "finished")
+
+
+@kind("e2e.wait", attempts=3)
+@dataclass
+class Wait(WaitArgs):
+    pass
+
+
+@kind("e2e.wait_async", attempts=3)
+@dataclass
+class WaitAsync(WaitArgs):
+    pass
+
+
+@kind("e2e.wait_timeout", attempts=1, timeout=1)
+@dataclass
+class WaitTimeout(WaitArgs):
+    pass
+
+
+@kind("e2e.wait_async_timeout", attempts=1, timeout=1)
+@dataclass
+class WaitAsyncTimeout(WaitArgs):
+    pass
+
+
+@jobs.handler(Wait)
+def wait(job: Job, args: Wait) -> None:
+    _wait_loop(job, args)
+
+
+@jobs.handler(WaitTimeout)
+def wait_timeout(job: Job, args: WaitTimeout) -> None:
+    _wait_loop(job, args)
+
+
+@jobs.handler(WaitAsync)
+async def wait_async(job: Job, args: WaitAsync) -> None:
+    await _await_loop(job, args)
+
+
+@jobs.handler(WaitAsyncTimeout)
+async def wait_async_timeout(job: Job, args: WaitAsyncTimeout) -> None:
+    await _await_loop(job, args)
+
+
 KINDS = {
     "noop": Noop,
     "block": Block,
@@ -223,4 +323,8 @@ KINDS = {
     "query_loop": QueryPastTimeout,
     "query": Query,
     "swallow": SwallowCancel,
+    "wait": Wait,
+    "wait_async": WaitAsync,
+    "wait_timeout": WaitTimeout,
+    "wait_async_timeout": WaitAsyncTimeout,
 }

@@ -1,5 +1,10 @@
 """`manage.py runjobs`: run the workers of every configured queue (or those named) until
-SIGTERM/SIGINT, then drain (R27–R29). This module only parses arguments and starts the runtime.
+SIGTERM/SIGINT, then drain (R27–R29). This module parses arguments, sets up logging, checks
+that the store answers, and starts the runtime.
+
+Logging: `-v 0/1/2/3` sets the `anole_jobs` logger to WARNING / INFO / DEBUG / DEBUG with
+every logger at DEBUG (as Django's own commands grow chattier with `-v`); `--log-level` names
+a level outright. A level set in `LOGGING` is kept unless `-v` or `--log-level` is given.
 """
 
 from __future__ import annotations
@@ -15,11 +20,18 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs import metrics, tracing
 from anole_jobs.api import jobs
-from anole_jobs.errors import ConfigurationError
+from anole_jobs.errors import ConfigurationError, StoreUnavailable
+from anole_jobs.worker.runner import wait_for_store
 
 logger = logging.getLogger("anole_jobs")
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+MEMORY_REFUSED = (
+    'ANOLE_JOBS["STORE"] is "memory": its jobs live inside one process, so no other process '
+    "can give runjobs any work. Use a database or Redis store for runjobs (see docs/stores.md); "
+    "to run jobs inside the process that enqueues them, call jobs.start() there"
+)
 
 
 class Command(BaseCommand):
@@ -57,9 +69,14 @@ class Command(BaseCommand):
             type=str.upper,
             help="level of the anole_jobs logger (default: INFO unless LOGGING sets one)",
         )
+        # No default for -v: left out, a level set in LOGGING is kept.
+        parser.set_defaults(verbosity=None)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self._configure_logging(options.get("log_level"))
+        verbosity = options.get("verbosity")
+        self._configure_logging(
+            options.get("log_level"), None if verbosity is None else int(verbosity)
+        )
         concurrency = options.get("concurrency")
         if concurrency is not None and concurrency < 1:
             raise CommandError("--concurrency must be at least 1")
@@ -75,12 +92,17 @@ class Command(BaseCommand):
                 raise CommandError(
                     'ANOLE_JOBS["RUN"] is "manual" (tests): runjobs starts no workers'
                 )
+            if settings.store.kind == "memory":
+                raise CommandError(MEMORY_REFUSED)
             self._check_cron(service)
+            # Before claiming anything: a store that does not answer is a start-up failure a
+            # service manager must see (exit 1, one line); once running, outages are ridden out.
+            wait_for_store(service, settings.startup_timeout.total_seconds())
             self._start_observability(service.settings, options)
             stop = threading.Event()
             self._install_signals(stop)
             runtime = jobs.start(queues=options.get("queues"), concurrency=concurrency)
-        except ConfigurationError as exc:
+        except (ConfigurationError, StoreUnavailable) as exc:
             raise CommandError(str(exc)) from None
         logger.info(
             "runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers)
@@ -129,10 +151,14 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
 
-    def _configure_logging(self, level: str | None) -> None:
+    def _configure_logging(self, level: str | None, verbosity: int | None) -> None:
         package_logger = logging.getLogger("anole_jobs")
         if level is not None:
             package_logger.setLevel(level)
+        elif verbosity is not None:
+            package_logger.setLevel(VERBOSITY_LEVELS.get(verbosity, logging.DEBUG))
+            if verbosity >= 3:
+                logging.getLogger().setLevel(logging.DEBUG)
         elif package_logger.level == logging.NOTSET:
             package_logger.setLevel(logging.INFO)
         if not logging.getLogger().handlers and not package_logger.handlers:

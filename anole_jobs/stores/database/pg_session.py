@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db import connections
 
+from anole_jobs.background import backoff_delay, health
+
 logger = logging.getLogger("anole_jobs.stores.postgres")
 
 
@@ -77,7 +79,8 @@ class AdvisoryLeadership:
                     return True
                 return False
             except psycopg.Error as exc:
-                logger.warning("leader session of %s failed (%s); not leading", instance, exc)
+                # Not counted as an outage here: the maintenance loop's next store call is.
+                health.failed(exc, where=f"leader session of {instance} (not leading)", failures=1)
                 self._holding.discard(instance)
                 self._drop(instance)
                 return False
@@ -146,6 +149,8 @@ class Listener:
                 with psycopg.connect(**connect_params(self.alias), autocommit=True) as session:
                     self._session = session
                     session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    if failures:
+                        health.answered()
                     failures = 0
                     # Work may have been missed while (re)connecting: wake everyone once
                     # (before `connected`, so a waiter on it has seen this wake-up).
@@ -159,8 +164,10 @@ class Listener:
                 if self._stop.is_set():
                     break
                 failures += 1
-                delay = min(0.1 * 2**failures, 5.0)
-                logger.warning("LISTEN connection lost (%s); reconnecting in %.1f s", exc, delay)
+                delay = backoff_delay(failures)
+                health.failed(
+                    exc, where="PostgreSQL LISTEN session", failures=failures, retry_in=delay
+                )
                 self._stop.wait(delay)
             finally:
                 self._session = None

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
+from anole_jobs.background import backoff_delay, health
 from anole_jobs.stores.wakeups import WakeupHub
 
 logger = logging.getLogger("anole_jobs.stores.redis")
@@ -24,8 +25,6 @@ POLL_SECONDS = 0.25
 #: no answer, the connection is presumed half-open (a dropped NAT entry, a dead peer that sent
 #: no RST) and replaced. Counting polls instead of reading a clock keeps stores clock-free.
 PING_AFTER_POLLS = 120
-BACKOFF_MIN = 0.05
-BACKOFF_MAX = 5.0
 
 
 def encode(sender: str, queues: Collection[str]) -> str:
@@ -36,8 +35,9 @@ class Listener:
     """A daemon thread subscribed to `channel` on a dedicated connection of `client`'s pool.
 
     Messages from `sender` (this store) are skipped: it already woke its own hub in-process.
-    On any error the pub/sub connection is dropped and opened again after a backoff that
-    doubles from `BACKOFF_MIN` to `BACKOFF_MAX` and resets once subscribed.
+    On any error the pub/sub connection is dropped and opened again after the runtime's
+    backoff (doubling, jittered, capped), which resets once subscribed; an outage is reported
+    to the process's store health (one line when it starts, one when it ends).
     """
 
     def __init__(self, client: Any, channel: str, hub: WakeupHub, sender: str) -> None:
@@ -64,7 +64,6 @@ class Listener:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        delay = BACKOFF_MIN
         failures = 0
         while not self._stop.is_set():
             try:
@@ -83,23 +82,19 @@ class Listener:
                     quiet = 0
                     if message["type"] == "subscribe":
                         self._on_subscribed()
-                        delay, failures = BACKOFF_MIN, 0
+                        if failures:
+                            health.answered()
+                        failures = 0
                     elif message["type"] == "message":
                         self._deliver(message["data"])
             except Exception as exc:  # any failure means: reconnect later
                 self.subscribed.clear()
                 failures += 1
-                # Log the first failure of a streak loudly, the retries quietly.
-                log = logger.warning if failures == 1 else logger.debug
-                log(
-                    "Redis wake-up listener on %s lost its connection (%s); reconnecting in "
-                    "%.2fs, workers poll meanwhile",
-                    self.channel,
-                    exc,
-                    delay,
+                delay = backoff_delay(failures)
+                health.failed(
+                    exc, where="Redis wake-up listener", failures=failures, retry_in=delay
                 )
                 self._stop.wait(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
             finally:
                 self._close_pubsub()
         self.subscribed.clear()
