@@ -16,10 +16,10 @@ On a shared machine, trust the CPU figure over the wall-clock one.
 
     .venv/bin/python bench/obs_cost.py --queued-rows 1000000 [--store sqlite|postgres]
 
-times what the leader's queued-jobs gauge reads every 15 s (`jobs.counts()`) on a table of that
-many jobs (95 % finished, as a busy queue's table is between prunes), beside a count of the
-waiting states alone. PostgreSQL needs a server at 127.0.0.1:5432 (user postgres); the script
-creates and drops its own database.
+times what the leader's queued-jobs gauge reads every 15 s (the store's `queued_counts()`) on
+a table of that many jobs (95 % finished, as a busy queue's table is between prunes), beside
+the full `counts()` the admin calls use. PostgreSQL needs a server at 127.0.0.1:5432 (user
+postgres); the script creates and drops its own database.
 """
 
 from __future__ import annotations
@@ -193,11 +193,9 @@ FILL_SQL = {
     """,
 }
 COUNTS_SQL = "SELECT queue, state, COUNT(*) FROM anole_jobs_job GROUP BY 1, 2"
-#: The waiting states of one queue: a range scan of the (queue, state, id) index over the
-#: waiting rows only, whatever the number of finished ones.
-WAITING_SQL = (
-    "SELECT state, COUNT(*) FROM anole_jobs_job WHERE queue = %s"
-    " AND state IN ('available', 'scheduled', 'retrying', 'running') GROUP BY 1"
+QUEUED_SQL = (
+    "SELECT queue, state, COUNT(*) FROM anole_jobs_job WHERE {where}"
+    " AND state IN ('scheduled', 'available', 'running', 'retrying') GROUP BY 1, 2"
 )
 QUEUES = ("q0", "q1", "q2", "q3")
 
@@ -236,22 +234,22 @@ def queued_cost(store: str, rows: int, repeat: int = 5) -> None:
                 samples.append(time.perf_counter() - began)
             return statistics.median(samples) * 1000
 
-        def waiting() -> None:
-            with connections[alias].cursor() as cursor:
-                for queue in QUEUES:
-                    cursor.execute(WAITING_SQL, [queue])
-                    cursor.fetchall()
+        store_ = jobs.service.store
 
-        def plan(sql: str) -> str:
+        def queued() -> object:
+            return store_.queued_counts(QUEUES)
+
+        def plan(sql: str, params: list[object]) -> str:
             explain = "EXPLAIN QUERY PLAN " if store == "sqlite" else "EXPLAIN "
             with connections[alias].cursor() as cursor:
-                cursor.execute(explain + sql.replace("%s", "'q0'"))
+                cursor.execute(explain + sql, params)
                 return " / ".join(str(row[-1]).strip() for row in cursor.fetchall())
 
-        print(f"{store}: jobs.counts() {timed(jobs.counts):8.1f} ms   plan: {plan(COUNTS_SQL)}")
+        where, params = store_.in_list("queue", QUEUES)
+        print(f"{store}: counts() {timed(jobs.counts):8.1f} ms   plan: {plan(COUNTS_SQL, [])}")
         print(
-            f"{store}: waiting states, one query per queue x {len(QUEUES)}"
-            f" {timed(waiting):8.1f} ms   plan: {plan(WAITING_SQL)}"
+            f"{store}: queued_counts() of {len(QUEUES)} queues {timed(queued):8.1f} ms"
+            f"   plan: {plan(QUEUED_SQL.format(where=where), params)}"
         )
     finally:
         conf.reset()

@@ -145,6 +145,29 @@ def test_the_leader_refreshes_the_queued_gauge_every_15_seconds_of_clock(env: An
         loop.leadership.resign()
 
 
+def test_the_gauge_reads_waiting_and_running_jobs_of_the_configured_queues(env: Any) -> None:
+    jobs.enqueue_many([Work() for _ in range(3)])
+    jobs.enqueue(Work(), delay=60)
+    jobs.enqueue(Work(), queue="nobody-runs-this")
+    jobs.enqueue(Work(), queue="mail")
+    jobs.step()  # default and mail run: completed, not counted
+    jobs.enqueue_many([Work(), Work()])
+    jobs.enqueue(Work(action="fail"))
+    jobs.step()  # the failing one is now retrying
+    jobs.enqueue(Work())
+    now = env.clock()
+    env.store.claim(
+        "default", kinds=None, limit=1, now=now, lease_until=now + timedelta(seconds=30), worker="w"
+    )
+    queued = env.store.queued_counts(["default", "mail"])
+    assert queued == {"default": {"scheduled": 1, "retrying": 1, "running": 1}}
+    # The same numbers as the full counts, restricted to live states and the asked queues.
+    full = env.store.counts()
+    assert full["default"]["completed"] == 5
+    assert full["nobody-runs-this"] == {"available": 1}
+    assert env.store.queued_counts([]) == {}
+
+
 def test_a_follower_does_not_count(env: Any) -> None:
     leader = Leadership(jobs.service, "someone-else")
     assert leader.run_once(env.clock())
