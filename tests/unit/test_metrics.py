@@ -189,7 +189,7 @@ def test_metrics_off_subscribes_nothing(env: Any) -> None:
     jobs.step()
     assert delta("anole_jobs_enqueued_total", queue="default", kind=KIND) == 0
     assert delta("anole_jobs_finished_total", queue="default", kind=KIND, outcome="completed") == 0
-    assert metrics.listener not in events.bus._listeners
+    assert metrics.listener not in events.bus.listeners
 
 
 # -- the label cap ---------------------------------------------------------------------------
