@@ -16,7 +16,7 @@ from typing import Any, Never, TypeVar
 
 from asgiref.sync import sync_to_async
 
-from anole_jobs import conf
+from anole_jobs import conf, metrics
 from anole_jobs.durations import Duration
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.job import Job
@@ -38,6 +38,7 @@ class JobsFacade:
         self._service: Jobs | None = None
         self._stepper: Any = None
         self._runtime: Any = None
+        self._unobserve: Callable[[], None] = lambda: None
         conf.on_reset(self.reset)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -51,6 +52,7 @@ class JobsFacade:
                     self._service = Jobs(
                         settings=settings, store=open_store(settings), registry=registry
                     )
+                    self._unobserve = metrics.observe(self._service.bus, settings)
                 service = self._service
         return service
 
@@ -59,6 +61,8 @@ class JobsFacade:
         with self._lock:
             runtime, service = self._runtime, self._service
             self._service = self._stepper = self._runtime = None
+            unobserve, self._unobserve = self._unobserve, lambda: None
+        unobserve()
         if runtime is not None:
             runtime.stop()
         if service is not None:

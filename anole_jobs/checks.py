@@ -23,7 +23,24 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     messages.extend(_admin_permission(settings))
     messages.extend(_store_extras(settings))
     messages.extend(_cron(settings))
+    messages.extend(_metrics_dependency())
     return messages
+
+
+def _metrics_dependency() -> list[checks.CheckMessage]:
+    """E013: METRICS=True set in so many words needs prometheus-client. Left at its default,
+    metrics are simply off without it (runjobs says so at start-up)."""
+    from anole_jobs import metrics
+
+    if metrics.available() or not metrics.explicitly_enabled():
+        return []
+    return [
+        checks.Error(
+            "ANOLE_JOBS['METRICS'] is True but prometheus-client is not installed",
+            hint=f"{metrics.INSTALL_HINT}, or set METRICS to False",
+            id="anole_jobs.E013",
+        )
+    ]
 
 
 def _cron(settings: conf.Settings) -> list[checks.CheckMessage]:

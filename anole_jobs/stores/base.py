@@ -322,6 +322,21 @@ class Store(ABC):
     def counts(self) -> dict[str, dict[str, int]]:
         """``{queue: {state: n}}`` for every queue with jobs; states with none are omitted."""
 
+    def queued_counts(self, queues: Collection[str]) -> dict[str, dict[str, int]]:
+        """``{queue: {state: n}}`` of `queues`, in the waiting and running states
+        (`LIVE_STATES`) only; states with none are omitted. The leader reads it every 15 s for
+        the queued-jobs gauge, so it must cost in proportion to those jobs, not to the table
+        (finished jobs pile up between prunes). This default filters `counts()`, for stores
+        whose counts are already cheap; a store whose `counts()` scans every row overrides it.
+        """
+        wanted = set(queues)
+        found: dict[str, dict[str, int]] = {}
+        for queue, states in self.counts().items():
+            live: dict[str, int] = {s: n for s, n in states.items() if s in LIVE_STATES}
+            if queue in wanted and live:
+                found[queue] = live
+        return found
+
     @abstractmethod
     def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
         """Make the job ``available`` now (any state; a running worker's later writes then fail

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from anole_jobs import metrics, tracing
 from anole_jobs.api import jobs
 from anole_jobs.errors import ConfigurationError, StoreUnavailable
 from anole_jobs.worker.runner import wait_for_store
@@ -48,6 +49,19 @@ class Command(BaseCommand):
             "--concurrency",
             type=int,
             help="handler slots per queue, overriding each queue's configured concurrency",
+        )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            metavar="N",
+            help="serve Prometheus metrics at http://ADDR:N/metrics from this process "
+            "(0: a free port, logged)",
+        )
+        parser.add_argument(
+            "--metrics-addr",
+            default="0.0.0.0",
+            metavar="A",
+            help="address for --metrics-port to listen on (default: 0.0.0.0)",
         )
         parser.add_argument(
             "--log-level",
@@ -84,6 +98,7 @@ class Command(BaseCommand):
             # Before claiming anything: a store that does not answer is a start-up failure a
             # service manager must see (exit 1, one line); once running, outages are ridden out.
             wait_for_store(service, settings.startup_timeout.total_seconds())
+            self._start_observability(service.settings, options)
             stop = threading.Event()
             self._install_signals(stop)
             runtime = jobs.start(queues=options.get("queues"), concurrency=concurrency)
@@ -95,7 +110,27 @@ class Command(BaseCommand):
         stop.wait()
         logger.info("runjobs: draining (signal received)")
         jobs.stop(drain=True)
+        metrics.process_exited()
         logger.info("runjobs: stopped")
+
+    def _start_observability(self, settings: Any, options: dict[str, Any]) -> None:
+        """Say once what is off, and serve metrics when asked (h11-obs; keep at merge)."""
+        off = {"metrics": metrics.status(settings), "tracing": tracing.status(settings)}
+        for what, reason in off.items():
+            if reason is not None:
+                logger.info("runjobs: %s off: %s", what, reason)
+        port = options.get("metrics_port")
+        if port is None:
+            return
+        if port < 0 or port > 65535:
+            raise CommandError("--metrics-port must be between 0 and 65535")
+        if off["metrics"] is not None:
+            raise CommandError(f"--metrics-port needs metrics on, but {off['metrics']}")
+        try:
+            addr, bound = metrics.serve(port, options.get("metrics_addr") or "0.0.0.0")
+        except OSError as exc:
+            raise CommandError(f"cannot serve metrics on port {port}: {exc}") from None
+        logger.info("runjobs: serving metrics at http://%s:%d/metrics", addr, bound)
 
     def _check_cron(self, service: Any) -> None:
         try:

@@ -466,6 +466,23 @@ class SQLStore(Store):
                 counts.setdefault(queue, {})[state] = n
         return counts
 
+    def queued_counts(self, queues: Collection[str]) -> dict[str, dict[str, int]]:
+        # The (queue, state, id) index answers this from the live rows alone: at a million
+        # finished rows, counts()'s full scan takes ~1 s and this ~40-140 ms (bench/obs_cost.py).
+        if not queues:
+            return {}
+        where, params = self.in_list("queue", queues)
+        counts: dict[str, dict[str, int]] = {}
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT queue, state, COUNT(*) FROM {self.job_table}"
+                f" WHERE {where} AND state IN ({LIVE}) GROUP BY 1, 2",
+                params,
+            )
+            for queue, state, n in cursor.fetchall():
+                counts.setdefault(queue, {})[state] = n
+        return counts
+
     def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
         table = self.job_table
         try:

@@ -1,0 +1,314 @@
+"""Prometheus metrics (R32, R42): the app's own registry, fed by the event bus.
+
+The runtime and the service say what happened on `events.bus`; `MetricsListener` turns those
+events into prometheus-client metrics. No store and no worker imports this module: with
+`METRICS` off, or without prometheus-client installed, nothing subscribes and an event costs
+one empty-tuple check.
+
+`registry` is the app's own `CollectorRegistry` (None without prometheus-client), so tests and
+users can read it (`registry.get_sample_value(...)`) and projects can expose it beside their
+own. Under prometheus-client's multiprocess mode (`PROMETHEUS_MULTIPROC_DIR` set before the
+first import of prometheus-client) every process writes its values to that directory and
+`exposition_registry()` reads them all.
+
+Leaf module: imports only `events` and `conf` from the app.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from anole_jobs import events
+from anole_jobs.conf import Settings, raw_settings
+
+logger = logging.getLogger("anole_jobs.metrics")
+
+try:
+    import prometheus_client
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+except ImportError:  # the `metrics` extra is optional
+    prometheus_client = None  # type: ignore[assignment]
+
+#: Distinct values a `kind` or `name` label takes in one process; later ones read `other`.
+LABEL_CAP = 256
+OTHER = "other"
+#: Run times span milliseconds to the default 15-minute timeout and beyond.
+RUN_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+INSTALL_HINT = 'pip install "anole-jobs[metrics]"'
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def available() -> bool:
+    """True when prometheus-client can be imported."""
+    return prometheus_client is not None
+
+
+def multiprocess_dir() -> str | None:
+    """The multiprocess directory prometheus-client writes to, if multiprocess mode is on."""
+    return os.environ.get(MULTIPROC_ENV) or os.environ.get(MULTIPROC_ENV.lower()) or None
+
+
+class LabelCap:
+    """Caps the distinct values of each label name, process-wide: a kind per customer or a
+    cron entry per tenant must not grow the scrape without bound (high-cardinality series
+    are what takes a Prometheus server down)."""
+
+    def __init__(self, cap: int = LABEL_CAP) -> None:
+        self.cap = cap
+        self._seen: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, label: str, value: str) -> str:
+        seen = self._seen.get(label)
+        if seen is not None and value in seen:  # the hot path takes no lock
+            return value
+        with self._lock:
+            seen = self._seen.setdefault(label, set())
+            if value in seen:
+                return value
+            if len(seen) >= self.cap:
+                return OTHER
+            seen.add(value)
+            return value
+
+
+class MetricsListener:
+    """An event-bus listener that keeps the metrics of R32 in `registry`."""
+
+    def __init__(self, registry: Any, *, cap: int = LABEL_CAP) -> None:
+        if prometheus_client is None:
+            raise RuntimeError(f"prometheus-client is not installed ({INSTALL_HINT})")
+        self.registry = registry
+        self.cap = LabelCap(cap)
+        by_kind = ["queue", "kind"]
+        self.enqueued = Counter(
+            "anole_jobs_enqueued_total", "Jobs inserted", by_kind, registry=registry
+        )
+        self.duplicates = Counter(
+            "anole_jobs_duplicates_total",
+            "Enqueues that returned an existing unique job instead of inserting",
+            by_kind,
+            registry=registry,
+        )
+        self.finished = Counter(
+            "anole_jobs_finished_total",
+            "Runs that ended, by outcome",
+            [*by_kind, "outcome"],
+            registry=registry,
+        )
+        self.run_seconds = Histogram(
+            "anole_jobs_run_seconds",
+            "How long runs took, from the handler's start to its outcome",
+            by_kind,
+            buckets=RUN_SECONDS_BUCKETS,
+            registry=registry,
+        )
+        self.running = Gauge(
+            "anole_jobs_running",
+            "Runs in progress in this process",
+            ["queue"],
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.queued = Gauge(
+            "anole_jobs_queued",
+            "Jobs in the store by queue and state, as the leader last counted them",
+            ["queue", "state"],
+            multiprocess_mode="livemostrecent",
+            registry=registry,
+        )
+        self.rescued = Counter(
+            "anole_jobs_rescued_total",
+            "Jobs put back after their lease lapsed",
+            by_kind,
+            registry=registry,
+        )
+        self.unsaved = Counter(
+            "anole_jobs_outcome_unsaved_total",
+            "Runs that finished but whose outcome could not be written (they run again)",
+            by_kind,
+            registry=registry,
+        )
+        self.leader = Gauge(
+            "anole_jobs_leader",
+            "1 while an instance of this process is the leader",
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.cron_enqueued = Counter(
+            "anole_cron_enqueued_total",
+            "Jobs enqueued by cron ticks",
+            ["name"],
+            registry=registry,
+        )
+        # Children by label values: prometheus-client's `labels()` validates and locks on every
+        # call, which is most of a listener's cost per event.
+        self._children: dict[tuple[object, ...], Any] = {}
+        self._finished_children: dict[tuple[object, object, object], tuple[Any, ...]] = {}
+        self._running_runs: dict[tuple[object, object], str] = {}
+        self._queued_keys: set[tuple[str, str]] = set()
+        self._queued_lock = threading.Lock()
+        self._handlers: dict[str, Callable[[events.Event], None]] = {
+            events.ENQUEUED: self._enqueued,
+            events.RUN_STARTED: self._run_started,
+            events.RUN_FINISHED: self._run_finished,
+            events.RESCUED: self._rescued,
+            events.LEADERSHIP: self._leadership,
+            events.CRON_ENQUEUED: self._cron_enqueued,
+            events.QUEUED_GAUGE: self._queued_gauge,
+        }
+
+    def __call__(self, event: events.Event) -> None:
+        handler = self._handlers.get(event.name)
+        if handler is not None:
+            handler(event)
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        key = (id(metric), *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
+    def _kind(self, fields: dict[str, Any]) -> tuple[str, str]:
+        return str(fields["queue"]), self.cap("kind", str(fields["kind"]))
+
+    def _enqueued(self, event: events.Event) -> None:
+        counter = self.enqueued if event.fields.get("inserted", True) else self.duplicates
+        self._child(counter, *self._kind(event.fields)).inc()
+
+    def _run_started(self, event: events.Event) -> None:
+        queue = str(event["queue"])
+        self._running_runs[(event["job_id"], event["attempt"])] = queue
+        self._child(self.running, queue).inc()
+
+    def _run_finished(self, event: events.Event) -> None:
+        fields = event.fields
+        outcome = fields["outcome"]
+        key = (fields["queue"], fields["kind"], outcome)
+        children = self._finished_children.get(key)
+        if children is None:
+            queue, kind = self._kind(fields)
+            children = self._finished_children[key] = (
+                self._child(self.finished, queue, kind, str(outcome)),
+                self._child(self.run_seconds, queue, kind),
+                self._child(self.running, queue),
+                self._child(self.unsaved, queue, kind),
+            )
+        finished, run_seconds, running, unsaved = children
+        # Only a run seen starting is taken off the gauge: it never goes below zero.
+        if self._running_runs.pop((fields["job_id"], fields["attempt"]), None) is not None:
+            running.dec()
+        finished.inc()
+        seconds = fields.get("seconds")
+        if seconds is not None:
+            run_seconds.observe(seconds)
+        # A fenced write that was refused is a `lost` run, not an unsaved one: only a write
+        # that could not be made at all (the store failed past its patience) is unsaved.
+        if fields.get("saved", True) is False and outcome != "lost":
+            unsaved.inc()
+
+    def _rescued(self, event: events.Event) -> None:
+        self._child(self.rescued, *self._kind(event.fields)).inc()
+
+    def _leadership(self, event: events.Event) -> None:
+        # Counted, not set: two instances in one process (jobs.step() in threads) each report
+        # their own changes.
+        if event["leader"]:
+            self.leader.inc()
+        else:
+            self.leader.dec()
+
+    def _cron_enqueued(self, event: events.Event) -> None:
+        self._child(self.cron_enqueued, self.cap("name", str(event["name"]))).inc()
+
+    def _queued_gauge(self, event: events.Event) -> None:
+        counts: dict[str, dict[str, int]] = event["counts"]
+        with self._queued_lock:
+            current = {
+                (queue, state): n for queue, states in counts.items() for state, n in states.items()
+            }
+            # A queue/state that emptied since the last count reads 0, not its old value.
+            for key in self._queued_keys - current.keys():
+                self.queued.labels(*key).set(0)
+            for key, n in current.items():
+                self.queued.labels(*key).set(n)
+            self._queued_keys |= current.keys()
+
+
+#: The app's own registry and listener (None without prometheus-client).
+registry: Any = CollectorRegistry(auto_describe=True) if prometheus_client is not None else None
+listener: MetricsListener | None = MetricsListener(registry) if registry is not None else None
+
+
+def status(settings: Settings) -> str | None:
+    """Why metrics are off for `settings`, or None when they are on."""
+    if not settings.metrics:
+        return "METRICS is False"
+    if prometheus_client is None:
+        return f"prometheus-client is not installed ({INSTALL_HINT})"
+    return None
+
+
+def explicitly_enabled() -> bool:
+    """True when the project's settings ask for metrics in so many words (METRICS=True)."""
+    raw = raw_settings()
+    return isinstance(raw, dict) and raw.get("METRICS") is True
+
+
+def observe(bus: events.EventBus, settings: Settings) -> Callable[[], None]:
+    """Subscribe the app's metrics to `bus` when `settings` turn them on; returns the
+    function that unsubscribes (a no-op when nothing was subscribed)."""
+    if listener is None or status(settings) is not None:
+        return _nothing
+    return bus.subscribe(listener)
+
+
+def _nothing() -> None:
+    return None
+
+
+def exposition_registry() -> Any:
+    """The registry to serve: the app's own, or, in multiprocess mode, one that reads every
+    process's files."""
+    if prometheus_client is None:
+        raise RuntimeError(f"prometheus-client is not installed ({INSTALL_HINT})")
+    if multiprocess_dir() is None:
+        return registry
+    from prometheus_client import multiprocess
+
+    collecting = CollectorRegistry()
+    multiprocess.MultiProcessCollector(collecting)
+    return collecting
+
+
+def render() -> tuple[bytes, str]:
+    """The text exposition of the metrics and its content type."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return generate_latest(exposition_registry()), CONTENT_TYPE_LATEST
+
+
+def serve(port: int, addr: str = "0.0.0.0") -> tuple[str, int]:
+    """Serve `/metrics` over HTTP from a daemon thread; returns the address and the port
+    (useful with port 0, which lets the system choose)."""
+    if prometheus_client is None:
+        raise RuntimeError(f"prometheus-client is not installed ({INSTALL_HINT})")
+    server, _thread = prometheus_client.start_http_server(
+        port, addr=addr, registry=exposition_registry()
+    )
+    return str(server.server_address[0]), int(server.server_port)
+
+
+def process_exited(pid: int | None = None) -> None:
+    """In multiprocess mode, drop the live gauges of process `pid` (default: this one), so
+    a stopped worker no longer counts as running jobs or leading."""
+    if prometheus_client is None or multiprocess_dir() is None:
+        return
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(os.getpid() if pid is None else pid)

@@ -1,0 +1,367 @@
+"""Trace context at enqueue (R33) and one span per attempt (R34), recorded by the OpenTelemetry
+SDK's in-memory exporter.
+
+Each test installs a fresh SDK `TracerProvider` as the global one (restored afterwards), with a
+parent-based sampler as most projects configure it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.http import HttpRequest, JsonResponse
+from django.test import Client
+from django.urls import path
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from anole_jobs import jobs, tracing
+from tests.sampleapp.e2e_jobs import SleepPastTimeout
+from tests.sampleapp.jobs import Work
+from tests.unit.obs_support import WAIT, Finished, auto, hook  # noqa: F401 - auto: a fixture
+
+ENQUEUER_TRACE = "0af7651916cd43dd8448eb211c80319c"
+ENQUEUER_SPAN = "b7ad6b7169203331"
+SAMPLED = f"00-{ENQUEUER_TRACE}-{ENQUEUER_SPAN}-01"
+UNSAMPLED = f"00-{ENQUEUER_TRACE}-{ENQUEUER_SPAN}-00"
+STATE = "vendor=abc,other=1"
+
+
+@dataclass
+class Traces:
+    exporter: InMemorySpanExporter
+    provider: TracerProvider
+
+    def spans(self, name: str | None = None) -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if name is None or s.name == name]
+
+    def runs(self) -> list[ReadableSpan]:
+        return [s for s in self.spans() if s.name.startswith("process ")]
+
+
+@pytest.fixture
+def traces(monkeypatch: Any) -> Iterator[Traces]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    yield Traces(exporter, provider)
+    provider.shutdown()
+
+
+@pytest.fixture
+def manual(env: Any, traces: Traces) -> Any:
+    return env
+
+
+def hex_ids(span: Any) -> tuple[str, str]:
+    context = span if isinstance(span, trace.SpanContext) else span.get_span_context()
+    return f"{context.trace_id:032x}", f"{context.span_id:016x}"
+
+
+# -- the span ------------------------------------------------------------------------------
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_a_run_is_one_consumer_span_linked_to_its_enqueuer(manual: Any, traces: Traces) -> None:
+    job_id = jobs.enqueue(Work(), meta={"traceparent": SAMPLED, "tracestate": STATE}).id
+    jobs.step()
+    (span,) = traces.runs()
+    assert span.name == "process default"
+    assert span.kind is SpanKind.CONSUMER
+    assert span.parent is None  # a trace of its own ...
+    assert hex_ids(span)[0] != ENQUEUER_TRACE
+    (link,) = span.links  # ... linked to the enqueuer's context, with its tracestate
+    assert hex_ids(link.context) == (ENQUEUER_TRACE, ENQUEUER_SPAN)
+    assert link.context.trace_flags.sampled
+    assert link.context.trace_state.to_header() == STATE
+    assert dict(span.attributes) == {
+        "messaging.system": "anole",
+        "messaging.destination.name": "default",
+        "messaging.operation.type": "process",
+        "messaging.message.id": str(job_id),
+        "anole.job.kind": "test.work",
+        "anole.job.attempt": 1,
+        "anole.job.max_attempts": 3,
+        "anole.job.outcome": "completed",
+    }
+    assert span.status.status_code is StatusCode.UNSET
+
+
+def _outcome_span(traces: Traces, args: Any) -> ReadableSpan:
+    job_id = jobs.enqueue(args).id
+    jobs.step()
+    (span,) = [s for s in traces.runs() if s.attributes["messaging.message.id"] == str(job_id)]
+    return span
+
+
+def test_outcomes_errors_and_status(manual: Any, traces: Traces) -> None:
+    class Boom(Exception):
+        pass
+
+    def lose_it(job: Any, args: Any) -> None:
+        jobs.cancel(job.id)
+
+    def boom(job: Any, args: Any) -> None:
+        raise Boom("no")
+
+    expected = [
+        (Work(action="fail"), "retried", "ValueError"),
+        (Work(action=hook(boom)), "retried", f"{__name__}.{Boom.__qualname__}"),
+        (Work(action="discard"), "dead", "Discarded"),
+        (Work(action="snooze", seconds=60), "snoozed", None),
+        (Work(action=hook(lose_it)), "lost", None),
+        (Work(action="ok"), "completed", None),
+    ]
+    for args, outcome, error_type in expected:
+        span = _outcome_span(traces, args)
+        assert span.attributes["anole.job.outcome"] == outcome
+        assert span.attributes.get("error.type") == error_type
+        failed = StatusCode.ERROR if error_type else StatusCode.UNSET
+        assert span.status.status_code is failed, (outcome, span.status)
+
+
+def test_each_attempt_is_a_new_trace(manual: Any, traces: Traces) -> None:
+    jobs.enqueue(Work(action="fail"), meta={"traceparent": SAMPLED})
+    for _ in range(3):
+        jobs.step()
+        manual.clock.advance(24 * 3600)
+    spans = sorted(traces.runs(), key=lambda s: s.attributes["anole.job.attempt"])
+    assert [s.attributes["anole.job.attempt"] for s in spans] == [1, 2, 3]
+    assert [s.attributes["anole.job.outcome"] for s in spans] == ["retried", "retried", "dead"]
+    assert len({hex_ids(s)[0] for s in spans}) == 3
+    assert all(hex_ids(s.links[0].context) == (ENQUEUER_TRACE, ENQUEUER_SPAN) for s in spans)
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_no_enqueuer_context_means_no_link(manual: Any, traces: Traces) -> None:
+    job_id = jobs.enqueue(Work()).id
+    assert "traceparent" not in jobs.get(job_id).meta
+    jobs.step()
+    (span,) = traces.runs()
+    assert span.links == ()
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_the_handler_sees_its_span_and_jobs_it_enqueues_carry_it(
+    manual: Any, traces: Traces
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def enqueue_child(job: Any, args: Any) -> None:
+        seen["ids"] = (job.trace_id, job.span_id)
+        seen["stored"] = job.traceparent(), job.tracestate()
+        seen["child"] = jobs.enqueue(Work(tag="child")).id
+
+    jobs.enqueue(
+        Work(action=hook(enqueue_child)), meta={"traceparent": SAMPLED, "tracestate": STATE}
+    )
+    jobs.step()
+    (span,) = traces.runs()
+    assert seen["ids"] == hex_ids(span)
+    assert seen["stored"] == (SAMPLED, STATE)
+    child = jobs.get(seen["child"])
+    trace_id, span_id = hex_ids(span)
+    flags = int(span.context.trace_flags)  # sampled, and W3C level 2's random flag if set
+    assert flags & 0x01
+    assert child.meta["traceparent"] == f"00-{trace_id}-{span_id}-{flags:02x}"
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_a_meta_with_its_own_traceparent_is_left_alone(manual: Any, traces: Traces) -> None:
+    tracer = traces.provider.get_tracer("test")
+    with tracer.start_as_current_span("caller"):
+        job_id = jobs.enqueue(Work(), meta={"traceparent": UNSAMPLED}).id
+        other_id = jobs.enqueue(Work()).id
+    assert jobs.get(job_id).meta == {"traceparent": UNSAMPLED}
+    (caller,) = traces.spans("caller")
+    trace_id, span_id = hex_ids(caller)
+    flags = int(caller.context.trace_flags)
+    assert jobs.get(other_id).meta == {"traceparent": f"00-{trace_id}-{span_id}-{flags:02x}"}
+
+
+# -- sampling ------------------------------------------------------------------------------
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_sample_all_false_records_only_runs_whose_enqueuer_was_sampled(
+    manual: Any, traces: Traces
+) -> None:
+    manual.configure(TRACING={"sample_all": False})
+    children: dict[int, int] = {}
+
+    def enqueue_child(job: Any, args: Any) -> None:
+        assert job.trace_id is None or job.traceparent() == SAMPLED
+        children[job.id] = jobs.enqueue(Work(tag="child")).id
+
+    action = hook(enqueue_child)
+    sampled = jobs.enqueue(Work(action=action), meta={"traceparent": SAMPLED}).id
+    unsampled = jobs.enqueue(Work(action=action), meta={"traceparent": UNSAMPLED}).id
+    bare = jobs.enqueue(Work(action=action)).id
+    jobs.step()
+    (span,) = [s for s in traces.runs() if s.attributes["anole.job.kind"] == "test.work"]
+    assert span.attributes["messaging.message.id"] == str(sampled)
+    # An unsampled run passes its enqueuer's context on as it was (-00); none stays none.
+    assert jobs.get(children[unsampled]).meta == {"traceparent": UNSAMPLED}
+    assert "traceparent" not in jobs.get(children[bare]).meta
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_sample_all_records_unsampled_enqueuers_too(manual: Any, traces: Traces) -> None:
+    jobs.enqueue(Work(), meta={"traceparent": UNSAMPLED})
+    jobs.step()
+    (span,) = traces.runs()
+    assert not span.links[0].context.trace_flags.sampled
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_tracing_off_records_nothing_but_carries_the_context(manual: Any, traces: Traces) -> None:
+    manual.configure(TRACING=False)
+    seen: dict[str, Any] = {}
+
+    def enqueue_child(job: Any, args: Any) -> None:
+        seen["ids"] = (job.trace_id, job.span_id)
+        seen["child"] = jobs.enqueue(Work(tag="child")).id
+
+    jobs.enqueue(
+        Work(action=hook(enqueue_child)), meta={"traceparent": SAMPLED, "tracestate": STATE}
+    )
+    jobs.step()
+    assert traces.runs() == []
+    assert seen["ids"] == (None, None)
+    assert jobs.get(seen["child"]).meta == {"traceparent": SAMPLED, "tracestate": STATE}
+
+
+# -- the runtime: timeouts, drains, a provider shut down -----------------------------------
+def test_a_timeout_is_error_type_timeout(auto: Finished, traces: Traces) -> None:  # noqa: F811
+    jobs.enqueue(SleepPastTimeout(seconds=WAIT))
+    jobs.start()
+    (finished,) = auto.wait(1)
+    assert finished["outcome"] == "dead"
+    jobs.stop()
+    (span,) = traces.runs()
+    assert span.attributes["error.type"] == "Timeout"
+    assert span.status.status_code is StatusCode.ERROR
+
+
+def test_a_drained_run_is_interrupted_without_error(auto: Finished, traces: Traces) -> None:  # noqa: F811
+    started = threading.Event()
+    ended = threading.Event()
+
+    def blocks(job: Any, args: Any) -> None:
+        started.set()
+        try:
+            job.sleep(WAIT)
+        finally:
+            ended.set()
+
+    jobs.enqueue(Work(action=hook(blocks)), meta={"traceparent": SAMPLED})
+    jobs.start()
+    assert started.wait(WAIT)
+    jobs.stop(drain=True)
+    assert [e["outcome"] for e in auto.wait(1)] == ["interrupted"]
+    assert ended.wait(WAIT)
+    span = _wait_span(traces)
+    assert span.attributes["anole.job.outcome"] == "interrupted"
+    assert "error.type" not in span.attributes
+    assert span.status.status_code is StatusCode.UNSET
+
+
+def _wait_span(traces: Traces) -> ReadableSpan:
+    # The slot thread ends the span just after the handler returns.
+    done = threading.Event()
+    for _ in range(int(WAIT / 0.01)):
+        if traces.runs():
+            break
+        done.wait(0.01)
+    (span,) = traces.runs()
+    return span
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_a_span_ending_after_the_provider_shut_down_is_dropped_and_counted(
+    manual: Any, traces: Traces
+) -> None:
+    def shut_down(job: Any, args: Any) -> None:
+        traces.provider.shutdown()  # the app freed its exporter while the run went on
+
+    before = tracing.dropped.count
+    jobs.enqueue(Work(action=hook(shut_down)))
+    report = jobs.step()
+    assert [run.outcome for run in report.runs] == ["completed"]
+    assert traces.runs() == []
+    assert tracing.dropped.count == before + 1
+
+
+# -- from a Django request -----------------------------------------------------------------
+def enqueue_view(request: HttpRequest) -> JsonResponse:
+    current = trace.get_current_span().get_span_context()
+    job_id = jobs.enqueue(Work(tag="from a request"), request=request).id
+    return JsonResponse(
+        {"job": job_id, "span": f"{current.span_id:016x}", "sampled": current.trace_flags.sampled}
+    )
+
+
+urlpatterns = [path("enqueue", enqueue_view)]
+
+
+@pytest.fixture
+def instrumented(settings: Any, traces: Traces) -> Iterator[None]:
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+
+    settings.MIDDLEWARE = list(settings.MIDDLEWARE)  # restored by the fixture afterwards
+    instrumentor = DjangoInstrumentor()
+    instrumentor.instrument(tracer_provider=traces.provider)
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
+
+
+@pytest.mark.urls(__name__)
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+@pytest.mark.parametrize("sample_all", [True, False])
+@pytest.mark.parametrize("flags", ["01", "00"])
+def test_a_traced_request_passes_its_span_on_sampled_or_not(
+    manual: Any, traces: Traces, instrumented: None, sample_all: bool, flags: str
+) -> None:
+    manual.configure(TRACING={"sample_all": sample_all})
+    header = f"00-{ENQUEUER_TRACE}-{ENQUEUER_SPAN}-{flags}"
+    answer = Client().get("/enqueue", HTTP_TRACEPARENT=header, HTTP_TRACESTATE=STATE).json()
+    assert answer["sampled"] is (flags == "01")
+    server_span = answer["span"]
+    assert server_span != ENQUEUER_SPAN  # the request's own span, not the caller's
+    meta = jobs.get(answer["job"]).meta
+    assert meta == {
+        "traceparent": f"00-{ENQUEUER_TRACE}-{server_span}-{flags}",
+        "tracestate": STATE,
+    }
+    jobs.step()
+    runs = traces.runs()
+    if flags == "00" and not sample_all:
+        assert runs == []
+        return
+    (run,) = runs
+    assert hex_ids(run.links[0].context) == (ENQUEUER_TRACE, server_span)
+    assert run.links[0].context.trace_flags.sampled is (flags == "01")
+    assert run.links[0].context.trace_state.to_header() == STATE
+    if flags == "01":
+        (server,) = [s for s in traces.spans() if s.kind is SpanKind.SERVER]
+        assert hex_ids(server) == (ENQUEUER_TRACE, server_span)
+
+
+@pytest.mark.urls(__name__)
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+@pytest.mark.parametrize("flags", ["01", "00"])
+def test_a_bare_traceparent_header_is_stored_as_it_came(
+    manual: Any, traces: Traces, flags: str
+) -> None:
+    header = f"00-{ENQUEUER_TRACE}-{ENQUEUER_SPAN}-{flags}"
+    answer = Client().get("/enqueue", HTTP_TRACEPARENT=header, HTTP_TRACESTATE=STATE).json()
+    assert jobs.get(answer["job"]).meta == {"traceparent": header, "tracestate": STATE}
+    jobs.step()
+    (run,) = traces.runs()
+    assert hex_ids(run.links[0].context) == (ENQUEUER_TRACE, ENQUEUER_SPAN)
