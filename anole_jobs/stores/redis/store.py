@@ -216,7 +216,8 @@ class RedisStore(Store):
         args: list[str] = []
         for job in jobs:
             args.extend(self._new_job_args(job))
-        flat = self._run("insert", self.channel, self._sender, len(jobs), *args)
+        batch = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+        flat = self._run("insert", self.channel, self._sender, len(jobs), batch)
         results = [Inserted(int(flat[i]), flat[i + 1] == 1) for i in range(0, len(flat), 2)]
         # The script published these queues' wake-up: the caller's `wake` must not repeat it.
         self._published.queues = {
