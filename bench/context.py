@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -109,6 +109,14 @@ class Bench:
             self.sizes.many,
         )
         return baselines.measure(where, names)
+
+    def bracketed(self, name: str, measure: Callable[[], float]) -> tuple[float, float]:
+        """`measure()` (a rate) and the mean of baseline `name` taken just before and just
+        after it: a long figure on a noisy machine is then compared with the same noise."""
+        before = self.baseline(name)[name]
+        value = measure()
+        after = self.baseline(name)[name]
+        return value, (before + after) / 2
 
     # -- the store -------------------------------------------------------------------------------
     def completed(self) -> int:

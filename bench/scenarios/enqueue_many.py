@@ -26,10 +26,13 @@ def run(bench: Bench) -> list[Figure]:
     n = bench.sizes.many
     bench.wipe()
     base_name = "round_trip" if bench.store == "memory" else "bulk"
-    base = bench.baseline(base_name)[base_name]
-    began = time.perf_counter()
-    bench.enqueue_batches(n)
-    rate = n / (time.perf_counter() - began)
+
+    def enqueue() -> float:
+        began = time.perf_counter()
+        bench.enqueue_batches(n)
+        return n / (time.perf_counter() - began)
+
+    rate, base = bench.bracketed(base_name, enqueue)
 
     bench.wipe()
     service = bench.jobs.service

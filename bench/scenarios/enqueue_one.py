@@ -19,11 +19,14 @@ def run(bench: Bench) -> list[Figure]:
     bench.jobs.enqueue(Noop(n=-1))  # connect, load scripts: not part of the figure
     bench.wipe()
     base_name = "round_trip" if bench.store == "memory" else "commit"
-    base = bench.baseline(base_name)[base_name]
-    began = time.perf_counter()
-    for i in range(n):
-        bench.jobs.enqueue(Noop(n=i))
-    rate = n / (time.perf_counter() - began)
+
+    def enqueue() -> float:
+        began = time.perf_counter()
+        for i in range(n):
+            bench.jobs.enqueue(Noop(n=i))
+        return n / (time.perf_counter() - began)
+
+    rate, base = bench.bracketed(base_name, enqueue)
     against = "thread ping-pong" if bench.store == "memory" else "raw 1-row INSERT+COMMIT"
     if bench.store == "redis":
         against = "raw HSET+ZADD in MULTI"

@@ -36,6 +36,7 @@ def run(bench: Bench) -> list[Figure]:
         rss_after = process_rss(worker.pid) if worker.pid else None
         worker.profile_stop()
         diag = worker.diagnostics(wall_began, time.time()) if bench.options.diagnose else {}
+        base = (base + bench.baseline(base_name)[base_name]) / 2  # before and after the run
     rate = n / (finished - enqueued)
     e2e = n / (finished - began)
     against = "thread ping-pong" if bench.store == "memory" else "raw claim 10 + complete"
