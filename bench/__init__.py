@@ -1,1 +1,1 @@
-"""Benchmarks for anole_jobs: `python bench/run.py` (see bench/README.md)."""
+"""Benchmarks for anole_jobs: `python -m bench`, `python -m bench.compare` (see bench/README.md)."""

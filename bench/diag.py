@@ -1,5 +1,5 @@
 """Opt-in diagnostics for the runjobs process (``ANOLE_BENCH_DIAG=FILE``, set by
-`bench/run.py --diagnose`): every `claim`, `finish` and `heartbeat` call of the store is
+`python -m bench --diagnose`): every `claim`, `finish` and `heartbeat` call of the store is
 recorded (wall time, duration, jobs asked for and got) and written to FILE as JSON at exit.
 
 It wraps the store object the facade builds; nothing in `anole_jobs` changes. The wrappers

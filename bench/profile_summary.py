@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Summarise a py-spy raw (collapsed-stack) profile, as `bench/run.py --profile DIR` records:
+"""Summarise a py-spy raw (collapsed-stack) profile, as `python -m bench --profile DIR` records:
 
     python bench/profile_summary.py DIR/postgres-runjobs.txt [--top 12]
 

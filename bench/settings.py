@@ -1,5 +1,5 @@
 """Django settings for the bench; the store comes from environment variables that
-`bench/run.py` sets for itself and for the `runjobs` subprocess it starts:
+`python -m bench` sets for itself and for the `runjobs` subprocess it starts:
 
     ANOLE_BENCH_STORE    memory | sqlite | postgres | redis
     ANOLE_BENCH_RUN      manual (the bench process: enqueue, step) | auto (runjobs)
@@ -10,6 +10,8 @@
     ANOLE_BENCH_SQLITE_SYNC  a PRAGMA synchronous value (e.g. NORMAL); default: SQLite's own
     ANOLE_BENCH_PG_SYNC_COMMIT  synchronous_commit for the bench's PostgreSQL sessions (e.g.
                          off: measures what the commit flush costs); default: the server's
+    ANOLE_BENCH_PG_SERVER_BINDING  1: Django's server_side_binding (psycopg prepares repeated
+                         statements); default: client-side binding, Django's default
 
 SQLite follows the docs' advice for concurrent writers: WAL, a busy timeout and
 `"transaction_mode": "IMMEDIATE"`.
@@ -30,6 +32,7 @@ PREFIX = os.environ.get("ANOLE_BENCH_PREFIX", "anole_bench:")
 NOTIFY = os.environ.get("ANOLE_BENCH_NOTIFY", "1") != "0"
 SQLITE_SYNC = os.environ.get("ANOLE_BENCH_SQLITE_SYNC", "")  # e.g. NORMAL; default: SQLite's
 PG_SYNC = os.environ.get("ANOLE_BENCH_PG_SYNC_COMMIT", "")  # e.g. off; default: the server's
+PG_SERVER_BINDING = os.environ.get("ANOLE_BENCH_PG_SERVER_BINDING", "") == "1"
 
 SECRET_KEY = "bench-only"
 USE_TZ = True
@@ -56,7 +59,10 @@ if STORE == "postgres":
             "USER": PG_USER,
             "HOST": PG_HOST,
             "PORT": PG_PORT,
-            "OPTIONS": {"options": f"-c synchronous_commit={PG_SYNC}"} if PG_SYNC else {},
+            "OPTIONS": {
+                **({"options": f"-c synchronous_commit={PG_SYNC}"} if PG_SYNC else {}),
+                **({"server_side_binding": True} if PG_SERVER_BINDING else {}),
+            },
         }
     }
 else:

@@ -12,6 +12,7 @@ is a queue name, or ``""`` for every queue. The LISTEN side is the runtime's lis
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
@@ -24,7 +25,7 @@ from django.utils import timezone
 
 from anole_jobs.conf import Settings
 from anole_jobs.stores.base import Capabilities, Finish, NewJob, Rescued, RunRef
-from anole_jobs.stores.database.base import FINAL, SQLStore, aware_utc, encode_json, error_json
+from anole_jobs.stores.database.base import FINAL, SQLStore, aware_utc, error_json
 from anole_jobs.stores.database.pg_session import AdvisoryLeadership, Listener
 from anole_jobs.stores.wakeups import Subscription
 
@@ -119,30 +120,37 @@ class PostgresStore(SQLStore):
 
     # -- statements ------------------------------------------------------------------------
     def insert_rows(self, cursor: CursorWrapper, jobs: Sequence[NewJob]) -> list[tuple[int, Any]]:
-        columns = [
-            [job.kind for job in jobs],
-            [job.queue for job in jobs],
-            [job.state for job in jobs],
-            [encode_json(job.args) for job in jobs],
-            [encode_json(job.meta) for job in jobs],
-            [job.priority for job in jobs],
-            [job.max_attempts for job in jobs],
-            [job.created_at for job in jobs],
-            [job.scheduled_at for job in jobs],
-            [job.unique_key for job in jobs],
-            [job.unique_scope for job in jobs],
-        ]
+        # The whole batch travels as ONE json parameter, encoded by the json module's C
+        # encoder and unpacked by the server (`json_to_recordset`): dumping one text array per
+        # column made psycopg quote every element in Python, a third of enqueue_many's time.
+        # args and meta go in as JSON values, not JSON text inside JSON (no double encoding).
+        batch = json.dumps(
+            [
+                [
+                    job.kind,
+                    job.queue,
+                    job.state,
+                    job.args,
+                    job.meta,
+                    job.priority,
+                    job.max_attempts,
+                    job.created_at.isoformat(),
+                    job.scheduled_at.isoformat(),
+                    job.unique_key,
+                    job.unique_scope,
+                ]
+                for job in jobs
+            ],
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
         insert = (
             f"INSERT INTO {self.job_table} (kind, queue, state, args, meta, errors, priority,"
             " attempt, max_attempts, claim_token, created_at, scheduled_at, unique_key,"
             " unique_scope, unique_lock)"
-            " SELECT t.kind, t.queue, t.state, t.args::jsonb, t.meta::jsonb, '[]'::jsonb,"
-            " t.priority, 0, t.max_attempts, 0, t.created_at, t.scheduled_at, t.unique_key,"
-            " t.unique_scope, t.unique_key"
-            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
-            " %s::smallint[], %s::int[], %s::timestamptz[], %s::timestamptz[], %s::text[],"
-            " %s::text[]) WITH ORDINALITY AS t(kind, queue, state, args, meta, priority,"
-            " max_attempts, created_at, scheduled_at, unique_key, unique_scope, ord)"
+            " SELECT r->>0, r->>1, r->>2, r->3, r->4, '[]'::jsonb, (r->>5)::smallint, 0,"
+            " (r->>6)::int, 0, (r->>7)::timestamptz, (r->>8)::timestamptz, r->>9, r->>10, r->>9"
+            " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(r, ord)"
             " ORDER BY t.ord"
             " ON CONFLICT (unique_lock) DO NOTHING"
             " RETURNING id, unique_lock, queue, state"
@@ -154,10 +162,10 @@ class PostgresStore(SQLStore):
                 " (SELECT DISTINCT queue FROM ins WHERE state = 'available') AS q)"
                 " SELECT id, unique_lock FROM ins WHERE (SELECT COUNT(*) FROM woken) >= 0"
             )
-            params: list[Any] = [*columns, self.channel]
+            params: list[Any] = [batch, self.channel]
         else:
             sql = f"WITH ins AS ({insert}) SELECT id, unique_lock FROM ins"
-            params = columns
+            params = [batch]
         cursor.execute(sql, params)
         return cursor.fetchall()
 

@@ -214,7 +214,8 @@ class RedisStore(Store):
         args: list[str] = []
         for job in jobs:
             args.extend(self._new_job_args(job))
-        flat = self._run("insert", self.channel, self._sender, len(jobs), *args)
+        batch = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+        flat = self._run("insert", self.channel, self._sender, len(jobs), batch)
         results = [Inserted(int(flat[i]), flat[i + 1] == 1) for i in range(0, len(flat), 2)]
         # The script published the wake-up for other processes; this one's waiters are woken
         # here (the listener skips this store's own messages).

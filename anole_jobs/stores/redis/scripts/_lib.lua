@@ -211,12 +211,13 @@ local function fenced(j, attempt, token)
     and tonumber(j.token) == tonumber(token)
 end
 
--- Insert one job from the 12 ARGV values starting at `i`; returns (id, 1) or (holder id, 0).
+-- Insert one job from the 12 values of `v` starting at `i` (`v` is ARGV, or a batch decoded
+-- from JSON); returns (id, 1) or (holder id, 0).
 local NEW_JOB_FIELDS = 12
-local function insert_one(i)
-  local kind, queue, state, args, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-  local priority, max, created, sched = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
-  local has_ukey, ukey, uscope = ARGV[i + 9] == '1', ARGV[i + 10], ARGV[i + 11]
+local function insert_one(v, i)
+  local kind, queue, state, args, meta = v[i], v[i + 1], v[i + 2], v[i + 3], v[i + 4]
+  local priority, max, created, sched = v[i + 5], v[i + 6], v[i + 7], v[i + 8]
+  local has_ukey, ukey, uscope = v[i + 9] == '1', v[i + 10], v[i + 11]
   if has_ukey then
     local held_by = holder(ukey)
     if held_by then return tonumber(held_by), 0 end

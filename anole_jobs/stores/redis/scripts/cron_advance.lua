@@ -11,7 +11,7 @@ if current then
 end
 local out = {}
 if ARGV[4] == '1' then
-  local id, inserted = insert_one(5)
+  local id, inserted = insert_one(ARGV, 5)
   last_id = idstr(id)
   out = {id, inserted}
 end

@@ -1,0 +1,13 @@
+"""One module per scenario; each has `NAME` and `run(bench) -> list[Figure]`.
+
+`SCENARIOS` is the order `python -m bench` runs them in: cheap, store-only figures first, then
+the ones that start a worker, then the table-growth one (the largest tables last).
+"""
+
+from __future__ import annotations
+
+from bench.scenarios import enqueue_many, enqueue_one, growth, latency, runtime, step
+
+SCENARIOS = {
+    module.NAME: module for module in (enqueue_one, enqueue_many, step, runtime, latency, growth)
+}
