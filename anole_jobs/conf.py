@@ -40,6 +40,7 @@ KNOWN_KEYS = (
     "METRICS",
     "TRACING",
     "ADMIN_PERMISSION",
+    "MAX_PAYLOAD_BYTES",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout")
 PRUNE_STATES = ("completed", "dead", "cancelled")
@@ -91,6 +92,8 @@ class Settings:
     sample_all: bool = True
     tracing: bool = True
     admin_permission: str | None = None
+    #: The largest JSON text of a job's args plus meta, in UTF-8 bytes, that enqueue accepts.
+    max_payload_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ class _Parser:
         permission = raw.get("ADMIN_PERMISSION")
         if permission is not None and not isinstance(permission, str) and not callable(permission):
             self.error("E010", "ANOLE_JOBS['ADMIN_PERMISSION'] must be a dotted path or a callable")
+        max_payload_bytes = self.positive_int(raw, "MAX_PAYLOAD_BYTES", 1024 * 1024)
         if self.problems or store is None:
             return None
         return Settings(
@@ -184,6 +188,7 @@ class _Parser:
             tracing=tracing,
             sample_all=sample_all,
             admin_permission=permission,
+            max_payload_bytes=max_payload_bytes,
         )
 
     def choice(
@@ -203,6 +208,13 @@ class _Parser:
         value = raw.get(key, default)
         if not isinstance(value, str):
             self.error("E007", f"ANOLE_JOBS[{key!r}] must be a string, got {value!r}")
+            return default
+        return value
+
+    def positive_int(self, raw: Mapping[str, Any], key: str, default: int) -> int:
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.error("E007", f"ANOLE_JOBS[{key!r}] must be a positive int, got {value!r}")
             return default
         return value
 

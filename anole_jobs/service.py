@@ -65,6 +65,9 @@ class Jobs:
         job_meta = codec.ensure_json_object(meta, name="meta")
         tracing.inject_context(job_meta, request)
         where = f"enqueue({spec.name!r})"
+        codec.check_payload_size(
+            encoded, job_meta, limit=self.settings.max_payload_bytes, where=where
+        )
         job_priority = check_priority(spec.priority if priority is None else priority, where=where)
         job_queue = spec.queue if queue is None else queue
         if not isinstance(job_queue, str) or not job_queue:
