@@ -1,0 +1,237 @@
+"""Store faults under load: the store's connections cut, its server restarted, its file locked.
+Workers recover by themselves (no restart of `runjobs`), and the run reconciles exactly.
+
+- PostgreSQL: `pg_terminate_backend` on every session of the workers (claims, outcome writes,
+  the LISTEN session and the leader's advisory-lock session), again and again.
+- Redis: a `redis-server` the test owns (a free port, AOF on with ``appendfsync always``):
+  `CLIENT KILL` of every client, `SCRIPT FLUSH`, and a `kill -9` of the server followed by a
+  restart from its AOF.
+- SQLite: several processes on one file while the test holds the database locked.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chaos.harness import Cluster, scale
+from tests.conftest import require
+from tests.e2e.conftest import Spec, store_reader, wait_until
+
+pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
+
+
+def load(cluster: Cluster, count: int) -> list[int]:
+    return cluster.enqueue(Spec("chaos.task", count=count, args={"seconds": 0.05}))
+
+
+def faults(cluster: Cluster, fault: Any, *, times: int, rng: random.Random) -> None:
+    """Apply `fault` `times` times, each after a handler started since the last one and a
+    random pause (the fault schedule: faults land at random moments of the load)."""
+    position = 0
+    for _ in range(times):
+        position = cluster.wait_started(position)
+        time.sleep(rng.uniform(0.1, 0.5))
+        fault()
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------------
+@pytest.mark.needs("postgres")
+def test_postgres_sessions_terminated_under_load(pg_backend: Any) -> None:
+    cluster = Cluster(pg_backend)
+    pg = pg_backend.pg
+    load(cluster, scale(300, 5000))
+    cluster.start(2)
+    cut = 0
+
+    def terminate() -> None:
+        nonlocal cut
+        rows = pg.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        cut += len(rows)
+
+    faults(cluster, terminate, times=scale(6, 60), rng=random.Random(1))
+    cluster.wait_all_final(timeout=scale(90, 1800))
+    report = cluster.reconcile()
+    print(f"postgres: {cut} sessions terminated; {report.summary()}")
+    assert cut >= 6
+    assert all(w.proc.poll() is None for w in cluster.workers), "a worker died of a cut"
+    # Leadership and LISTEN came back: one leader session holds the advisory lock again.
+    wait_until(
+        lambda: (
+            pg.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()[0]
+            == 1
+        ),
+        "the leader's advisory lock to be taken again",
+        15,
+    )
+    cluster.stop_all()
+
+
+# -- Redis: a server of our own ------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class OwnedRedis:
+    """A `redis-server` on a free port with AOF (`appendfsync always`), started and killed by
+    the test; restarts reuse the port and the data directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--dir",
+                str(self.directory),
+            ],  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        import redis
+
+        client = redis.Redis.from_url(self.url)
+        wait_until(lambda: _pings(client), f"redis-server on port {self.port}", 15)
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:  # noqa: BLE001 - not up yet
+        return False
+
+
+@pytest.fixture
+def owned_redis(tmp_path: Path) -> Iterator[OwnedRedis]:
+    require("redis")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not on PATH")
+    server = OwnedRedis(tmp_path / "redis-data")
+    server.directory.mkdir()
+    server.start()
+    yield server
+    if server.proc is not None and server.proc.poll() is None:
+        server.kill()
+
+
+@pytest.fixture
+def redis_cluster(request: Any, owned_redis: OwnedRedis, tmp_path: Path) -> Iterator[Cluster]:
+    import redis
+
+    from anole_jobs.stores.redis.store import RedisStore
+
+    backend = request.getfixturevalue("backend_redis_owned")
+    backend.env["ANOLE_E2E_REDIS"] = owned_redis.url
+    store = RedisStore(
+        redis.Redis.from_url(owned_redis.url), key_prefix=backend.env["ANOLE_E2E_KEY_PREFIX"]
+    )
+    backend.reader = store_reader(store)
+    yield Cluster(backend)
+    store.close()
+
+
+@pytest.fixture
+def backend_redis_owned(request: Any, tmp_path: Path) -> Iterator[Any]:
+    from tests.e2e import conftest as e2e
+
+    yield from e2e._backend(request, "redis", tmp_path)
+
+
+def test_redis_client_kill_script_flush_and_a_server_restart(
+    redis_cluster: Cluster, owned_redis: OwnedRedis
+) -> None:
+    import redis
+
+    cluster = redis_cluster
+    admin = redis.Redis.from_url(owned_redis.url)
+    load(cluster, scale(300, 5000))
+    cluster.start(2)
+    counts = {"client kill": 0, "script flush": 0, "restart": 0}
+
+    def fault() -> None:
+        nonlocal admin
+        which = rng.choice(["client kill", "client kill", "script flush", "restart"])
+        counts[which] += 1
+        if which == "client kill":
+            for kind in ("normal", "pubsub"):
+                admin.execute_command("CLIENT", "KILL", "TYPE", kind, "SKIPME", "yes")
+        elif which == "script flush":
+            admin.script_flush()
+        else:
+            owned_redis.kill()  # kill -9: only what the AOF holds survives
+            owned_redis.start()
+            admin = redis.Redis.from_url(owned_redis.url)
+
+    rng = random.Random(2)
+    faults(cluster, fault, times=scale(8, 80), rng=rng)
+    if not counts["restart"]:
+        fault_restart = owned_redis
+        fault_restart.kill()
+        fault_restart.start()
+        counts["restart"] += 1
+    cluster.wait_all_final(timeout=scale(90, 1800))
+    report = cluster.reconcile()
+    print(f"redis: {counts}; {report.summary()}")
+    assert all(w.proc.poll() is None for w in cluster.workers), "a worker died of a fault"
+    cluster.stop_all()
+
+
+# -- SQLite ----------------------------------------------------------------------------------------
+def test_sqlite_several_processes_and_a_locked_database(sqlite_backend: Any) -> None:
+    cluster = Cluster(sqlite_backend)
+    path = sqlite_backend.env["ANOLE_E2E_SQLITE"]
+    load(cluster, scale(300, 5000))
+    cluster.start(3)
+
+    def lock() -> None:
+        # An exclusive lock held for a while: every worker's writes wait or fail, then resume.
+        db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        try:
+            db.execute("BEGIN EXCLUSIVE")
+            time.sleep(1.5)
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    faults(cluster, lock, times=scale(4, 40), rng=random.Random(3))
+    cluster.wait_all_final(timeout=scale(90, 1800))
+    report = cluster.reconcile()
+    print(f"sqlite: 4 locks; {report.summary()}")
+    assert all(w.proc.poll() is None for w in cluster.workers), "a worker died of a lock"
+    cluster.stop_all()
