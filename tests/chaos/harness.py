@@ -203,12 +203,18 @@ class Cluster:
         self.restarts = 0
 
     # -- processes ---------------------------------------------------------------------------
-    def start(self, count: int = 1, *, kill_at: str = "", **env: str) -> list[Worker]:
+    def start(
+        self, count: int = 1, *, kill_at: str = "", fast: bool = False, **env: str
+    ) -> list[Worker]:
+        """Start `count` processes; `kill_at` arms a kill point, `fast` skips the handlers'
+        waits, and `env` sets ``ANOLE_E2E_*`` settings (e.g. ``DRAIN="1"``)."""
         started = []
         for _ in range(count):
             extra = {f"ANOLE_E2E_{key}": value for key, value in env.items()}
             if kill_at:
                 extra["ANOLE_CHAOS_KILL_AT"] = kill_at
+            if fast:
+                extra["ANOLE_CHAOS_FAST"] = "1"
             worker = Worker(
                 {**self.env, **extra},
                 (),
@@ -231,7 +237,11 @@ class Cluster:
 
     def replace_dead(self) -> int:
         """Start a fresh process for each one that died by itself (a kill point, a suicide)."""
-        dead = [w for w in self.workers if w.proc.poll() is not None and w.pid not in self.killed]
+        exited = [w for w in self.workers if w.proc.poll() is not None]
+        for worker in exited:
+            if worker.pid in self.drained or worker.pid in self.killed:
+                self.workers.remove(worker)  # stopped on purpose: not replaced
+        dead = [w for w in exited if w.pid not in self.killed and w.pid not in self.drained]
         for worker in dead:
             self.killed.add(worker.pid)
             self.workers.remove(worker)

@@ -12,20 +12,15 @@ Workers recover by themselves (no restart of `runjobs`), and the run reconciles 
 from __future__ import annotations
 
 import random
-import shutil
-import socket
 import sqlite3
-import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.chaos.harness import Cluster, scale
-from tests.conftest import require
-from tests.e2e.conftest import Spec, store_reader, wait_until
+from tests.chaos.servers import OwnedRedis
+from tests.e2e.conftest import Spec, wait_until
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
@@ -79,100 +74,7 @@ def test_postgres_sessions_terminated_under_load(pg_backend: Any) -> None:
     cluster.stop_all()
 
 
-# -- Redis: a server of our own ------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class OwnedRedis:
-    """A `redis-server` on a free port with AOF (`appendfsync always`), started and killed by
-    the test; restarts reuse the port and the data directory."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                shutil.which("redis-server") or "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--dir",
-                str(self.directory),
-            ],  # fmt: skip
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        import redis
-
-        client = redis.Redis.from_url(self.url)
-        wait_until(lambda: _pings(client), f"redis-server on port {self.port}", 15)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
-def _pings(client: Any) -> bool:
-    try:
-        return bool(client.ping())
-    except Exception:  # noqa: BLE001 - not up yet
-        return False
-
-
-@pytest.fixture
-def owned_redis(tmp_path: Path) -> Iterator[OwnedRedis]:
-    require("redis")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not on PATH")
-    server = OwnedRedis(tmp_path / "redis-data")
-    server.directory.mkdir()
-    server.start()
-    yield server
-    if server.proc is not None and server.proc.poll() is None:
-        server.kill()
-
-
-@pytest.fixture
-def redis_cluster(request: Any, owned_redis: OwnedRedis, tmp_path: Path) -> Iterator[Cluster]:
-    import redis
-
-    from anole_jobs.stores.redis.store import RedisStore
-
-    backend = request.getfixturevalue("backend_redis_owned")
-    backend.env["ANOLE_E2E_REDIS"] = owned_redis.url
-    store = RedisStore(
-        redis.Redis.from_url(owned_redis.url), key_prefix=backend.env["ANOLE_E2E_KEY_PREFIX"]
-    )
-    backend.reader = store_reader(store)
-    yield Cluster(backend)
-    store.close()
-
-
-@pytest.fixture
-def backend_redis_owned(request: Any, tmp_path: Path) -> Iterator[Any]:
-    from tests.e2e import conftest as e2e
-
-    yield from e2e._backend(request, "redis", tmp_path)
-
-
+# -- Redis -----------------------------------------------------------------------------------------
 def test_redis_client_kill_script_flush_and_a_server_restart(
     redis_cluster: Cluster, owned_redis: OwnedRedis
 ) -> None:
