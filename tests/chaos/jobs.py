@@ -25,11 +25,13 @@ class ChaosTask:
     mode: str = "ok"
     seconds: float = 0.0
     fail_attempts: int = 0
+    #: When the producer enqueued it (CLOCK_MONOTONIC, ns): the load scenario's latency.
+    sent: int = 0
 
 
 @jobs.handler(ChaosTask)
 def chaos_task(job: Job, args: ChaosTask) -> None:
-    runlog.write("start", id=job.id, attempt=job.attempt)
+    runlog.write("start", id=job.id, attempt=job.attempt, sent=args.sent)
     apps.passing("in_handler")
     if args.mode == "fail" and job.attempt <= args.fail_attempts:
         runlog.write("end", id=job.id, attempt=job.attempt, raised=True)
