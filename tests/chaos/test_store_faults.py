@@ -137,3 +137,37 @@ def test_sqlite_several_processes_and_a_locked_database(sqlite_backend: Any) -> 
     print(f"sqlite: 4 locks; {report.summary()}")
     assert all(w.proc.poll() is None for w in cluster.workers), "a worker died of a lock"
     cluster.stop_all()
+
+
+@pytest.mark.needs("postgres")
+def test_a_full_postgres_outage_through_a_proxy(pg_backend: Any) -> None:
+    """Workers reach PostgreSQL only through a proxy the test drops for longer than the lease
+    (every connection cut, new ones refused), twice; after each restore they carry on."""
+    from tests.chaos.servers import TcpProxy
+
+    env = pg_backend.env
+    proxy = TcpProxy((env.get("ANOLE_TEST_PG_HOST", "127.0.0.1"), 5432))
+    proxy.start()
+    cluster = Cluster(pg_backend)
+    cluster.env["ANOLE_TEST_PG_PORT"] = str(proxy.port)
+    load(cluster, scale(200, 5000))
+    cluster.start(2)
+    rng = random.Random(4)
+    outages = 0
+
+    def outage() -> None:
+        nonlocal outages
+        proxy.drop()
+        outages += 1
+        time.sleep(cluster.lease * 2)  # the outage itself: longer than the lease
+        proxy.restore()
+
+    try:
+        faults(cluster, outage, times=scale(2, 20), rng=rng)
+        cluster.wait_all_final(timeout=scale(120, 1800))
+    finally:
+        proxy.close()
+    report = cluster.reconcile()
+    print(f"postgres outage: {outages} outages of {cluster.lease * 2:.0f} s; {report.summary()}")
+    assert all(w.proc.poll() is None for w in cluster.workers), "a worker died of the outage"
+    cluster.stop_all()
