@@ -58,7 +58,7 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def test_sustained_load(cluster: Cluster) -> None:
-    seconds = scale(15, 1800)
+    seconds = scale(10, 1800)
     processes = 4 if LONG else 2
     workers = cluster.start(processes, CONCURRENCY="8")
     for worker in workers:
