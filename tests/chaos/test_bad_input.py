@@ -16,8 +16,6 @@ from hypothesis import strategies as st
 
 from anole_jobs import InvalidJob, kind
 
-pytestmark = pytest.mark.chaos
-
 FUZZ = settings(
     max_examples=40,
     deadline=None,

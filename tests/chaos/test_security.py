@@ -20,8 +20,6 @@ import pytest
 
 from anole_jobs.stores.base import ListFilter, NewJob
 
-pytestmark = pytest.mark.chaos
-
 PACKAGE = Path(__file__).resolve().parents[2] / "anole_jobs"
 FORBIDDEN_MODULES = {"pickle", "cPickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle"}
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}

@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -222,7 +221,6 @@ def make_machine(store: Any, start: Any) -> type[RuleBasedStateMachine]:
     return StoreMachine
 
 
-@pytest.mark.chaos
 def test_the_store_behaves_like_the_memory_store(env: Any) -> None:
     machine = make_machine(env.store, env.clock())
     run_state_machine_as_test(machine, settings=BOUNDS)
