@@ -117,6 +117,12 @@ def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
             # PostgreSQL's jsonb cannot store U+0000; refuse it on every store alike.
             errors.append(f"{path}: the string contains a NUL character (U+0000)")
             return None
+        if not value.isascii() and not _is_utf8(value):
+            errors.append(
+                f"{path}: the string contains a lone surrogate (U+D800..U+DFFF), which UTF-8 "
+                "cannot encode; decode bytes with errors='replace' or pass valid text"
+            )
+            return None
         return str(value)
     if isinstance(value, list | tuple):
         return [_to_json(item, f"{path}[{i}]", errors, rich) for i, item in enumerate(value)]
@@ -131,6 +137,9 @@ def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
                 continue
             if "\x00" in key:
                 errors.append(f"{path}: dict key {key!r} contains a NUL character (U+0000)")
+                continue
+            if not key.isascii() and not _is_utf8(key):
+                errors.append(f"{path}: dict key {key!r} contains a lone surrogate")
                 continue
             out[str(key)] = _to_json(item, f"{path}[{key!r}]", errors, rich)
         return out
@@ -159,6 +168,15 @@ def _to_json(value: object, path: str, errors: list[str], rich: bool) -> Any:
             return str(value)
     errors.append(_not_json(value, path))
     return None
+
+
+def _is_utf8(text: str) -> bool:
+    # Lone surrogates pass through Python but no store can write them (UTF-8 refuses them).
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _convert(value: object, path: str, *, rich: bool) -> Any:
@@ -206,6 +224,25 @@ def ensure_json_object(value: object, *, name: str = "meta") -> dict[str, Any]:
             f"{name} must be a JSON object (a dict with str keys), got {type(value).__name__}"
         )
     return _convert(value, name, rich=False)
+
+
+def check_payload_size(args: object, meta: object, *, limit: int, where: str) -> None:
+    """Refuse a job whose args and meta, as compact UTF-8 JSON, exceed `limit` bytes.
+
+    A queue row is read on every claim and copied on every retry; a payload that large belongs
+    in a file or a table, with its key in the job.
+    """
+    size = len(_compact(args)) + len(_compact(meta))
+    if size > limit:
+        raise InvalidJob(
+            f"{where}: the job's args and meta take {size} bytes of JSON, more than the "
+            f"{limit} bytes MAX_PAYLOAD_BYTES allows; store the data elsewhere (a file, a "
+            "model) and pass its key, or raise ANOLE_JOBS['MAX_PAYLOAD_BYTES']"
+        )
+
+
+def _compact(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def canonical_json(value: object) -> str:

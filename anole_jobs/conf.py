@@ -41,6 +41,7 @@ KNOWN_KEYS = (
     "TRACING",
     "ADMIN_PERMISSION",
     "STARTUP_TIMEOUT",
+    "MAX_PAYLOAD_BYTES",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout")
 PRUNE_STATES = ("completed", "dead", "cancelled")
@@ -94,6 +95,8 @@ class Settings:
     admin_permission: str | None = None
     #: How long `runjobs` waits for the store to answer before it exits 1.
     startup_timeout: timedelta = timedelta(seconds=10)
+    #: The largest JSON text of a job's args plus meta, in UTF-8 bytes, that enqueue accepts.
+    max_payload_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,7 @@ class _Parser:
         permission = raw.get("ADMIN_PERMISSION")
         if permission is not None and not isinstance(permission, str) and not callable(permission):
             self.error("E010", "ANOLE_JOBS['ADMIN_PERMISSION'] must be a dotted path or a callable")
+        max_payload_bytes = self.positive_int(raw, "MAX_PAYLOAD_BYTES", 1024 * 1024)
         if self.problems or store is None:
             return None
         return Settings(
@@ -195,6 +199,7 @@ class _Parser:
             sample_all=sample_all,
             admin_permission=permission,
             startup_timeout=startup_timeout,
+            max_payload_bytes=max_payload_bytes,
         )
 
     def choice(
@@ -214,6 +219,13 @@ class _Parser:
         value = raw.get(key, default)
         if not isinstance(value, str):
             self.error("E007", f"ANOLE_JOBS[{key!r}] must be a string, got {value!r}")
+            return default
+        return value
+
+    def positive_int(self, raw: Mapping[str, Any], key: str, default: int) -> int:
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.error("E007", f"ANOLE_JOBS[{key!r}] must be a positive int, got {value!r}")
             return default
         return value
 

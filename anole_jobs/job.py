@@ -57,8 +57,12 @@ class Job:
         self.id = id
         self.kind = kind
         self.queue = queue
-        self.args = dict(args)
-        self.meta = dict(meta)
+        # A row written behind the store's back may hold arguments that are not an object:
+        # keep them as they are so decoding discards the job with a message (R6), rather than
+        # failing here, around the handler, on every attempt. A meta that is not an object is
+        # only lost trace context.
+        self.args: dict[str, Any] = dict(args) if isinstance(args, Mapping) else args
+        self.meta: dict[str, Any] = dict(meta) if isinstance(meta, Mapping) else {}
         self.attempt = attempt
         self.max_attempts = max_attempts
         self.priority = priority

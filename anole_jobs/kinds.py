@@ -134,6 +134,19 @@ def _origin(obj: Any) -> str:
 registry = Registry()
 
 
+def check_name(value: object, *, what: str, where: str) -> str:
+    """A kind or queue name: a non-empty str of printable text every store can write (no
+    control characters such as NUL, no lone surrogates); raises `InvalidJob` otherwise."""
+    if not isinstance(value, str) or not value:
+        raise InvalidJob(f"{where}: {what} must be a non-empty string, got {value!r}")
+    if not value.isprintable() or any("\ud800" <= c <= "\udfff" for c in value):
+        raise InvalidJob(
+            f"{where}: {what} {value!r} contains a control character or a lone surrogate; "
+            "use printable text such as 'emails.send'"
+        )
+    return value
+
+
 def kind(
     name: str,
     *,
@@ -146,10 +159,8 @@ def kind(
 ) -> Callable[[type[T]], type[T]]:
     """Declare a dataclass as the arguments of job kind `name` (R4)."""
     where = f"kind({name!r})"
-    if not isinstance(name, str) or not name:
-        raise InvalidJob(f"kind name must be a non-empty string, got {name!r}")
-    if not isinstance(queue, str) or not queue:
-        raise InvalidJob(f"{where}: queue must be a non-empty string, got {queue!r}")
+    check_name(name, what="kind name", where="kind()")
+    check_name(queue, what="queue", where=where)
     check_priority(priority, where=where)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         raise InvalidJob(f"{where}: attempts must be an int >= 1, got {attempts!r}")

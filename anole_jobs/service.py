@@ -22,7 +22,7 @@ from anole_jobs.clock import monotonic
 from anole_jobs.conf import Settings
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob
-from anole_jobs.kinds import KindSpec, Registry, check_priority, spec_of
+from anole_jobs.kinds import KindSpec, Registry, check_name, check_priority, spec_of
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
 from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord, ListFilter, NewJob, Store
@@ -33,6 +33,9 @@ logger = logging.getLogger("anole_jobs")
 cron_logger = logging.getLogger("anole_jobs.cron")
 
 BATCH_SIZE = 1000
+#: One planned `enqueue_many` batch: the jobs to insert, and per argument its result's slot
+#: (an index into the inserted results, or ("dup", index) for an in-batch duplicate).
+_Batch = tuple[list[NewJob], list[int | tuple[str, int]]]
 
 
 class EnqueueOptions(TypedDict, total=False):
@@ -114,10 +117,12 @@ class Jobs:
         job_meta = codec.ensure_json_object(meta, name="meta")
         tracing.inject_context(job_meta, request)
         where = f"enqueue({spec.name!r})"
+        codec.check_payload_size(
+            encoded, job_meta, limit=self.settings.max_payload_bytes, where=where
+        )
         job_priority = check_priority(spec.priority if priority is None else priority, where=where)
         job_queue = spec.queue if queue is None else queue
-        if not isinstance(job_queue, str) or not job_queue:
-            raise InvalidJob(f"{where}: queue must be a non-empty string, got {job_queue!r}")
+        check_name(job_queue, what="queue", where=where)
         scheduled_at = self._scheduled_at(now, delay, run_at, where)
         job_unique = spec.unique if unique is None else unique
         if job_unique is not None and not isinstance(job_unique, Unique):
@@ -212,20 +217,28 @@ class Jobs:
                 )
                 return [Enqueued(None, False) for _ in items]
             iterable = items
-        results: list[Enqueued] = []
+        # Every job is built (validated) before the first batch is written, so one bad job
+        # stores nothing rather than the batches before it.
+        planned: list[_Batch] = []
         batch: list[object] = []
         for args in iterable:
             batch.append(args)
             if len(batch) == BATCH_SIZE:
-                results.extend(self._enqueue_batch(batch, options))
+                planned.append(self._plan_batch(batch, options))
                 batch = []
         if batch:
-            results.extend(self._enqueue_batch(batch, options))
+            planned.append(self._plan_batch(batch, options))
+        results: list[Enqueued] = []
+        for to_insert, slots in planned:
+            inserted = self._insert(to_insert)
+            results.extend(
+                inserted[slot] if isinstance(slot, int) else Enqueued(inserted[slot[1]].id, False)
+                for slot in slots
+            )
         return results
 
-    def _enqueue_batch(
-        self, batch: builtins.list[object], options: EnqueueOptions
-    ) -> builtins.list[Enqueued]:
+    def _plan_batch(self, batch: builtins.list[object], options: EnqueueOptions) -> _Batch:
+        """The jobs of one batch to insert, and where each argument's result comes from."""
         now = self.clock()
         jobs = [self.build(args, now=now, **options) for args in batch]
         # Within one batch a later duplicate returns the first one (SPEC §13).
@@ -240,11 +253,7 @@ class Jobs:
                 first_of_key[job.unique_key] = len(to_insert)
             slots.append(len(to_insert))
             to_insert.append(job)
-        inserted = self._insert(to_insert)
-        return [
-            inserted[slot] if isinstance(slot, int) else Enqueued(inserted[slot[1]].id, False)
-            for slot in slots
-        ]
+        return to_insert, slots
 
     def _insert(self, jobs: builtins.list[NewJob]) -> builtins.list[Enqueued]:
         if not jobs:

@@ -547,8 +547,11 @@ class Outer:
 
 
 def text(**options):
-    """Text without U+0000, which no store accepts (PostgreSQL's jsonb cannot hold it)."""
-    return st.text(alphabet=st.characters(exclude_characters="\x00"), **options)
+    """Text without U+0000 (PostgreSQL's jsonb cannot hold it) or lone surrogates (UTF-8 cannot
+    encode them), which no store accepts."""
+    return st.text(
+        alphabet=st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), **options
+    )
 
 
 finite = st.floats(allow_nan=False, allow_infinity=False)

@@ -123,18 +123,30 @@ def _record(fields: Mapping[str, bytes | str]) -> JobRecord:
         kind=_text(fields["kind"]),
         queue=_text(fields["queue"]),
         state=_text(fields["state"]),  # type: ignore[arg-type]
-        args=json.loads(fields["args"]),
-        meta=json.loads(fields["meta"]),
+        args=_stored_json(fields.get("args"), fallback=None),
+        meta=_stored_json(fields.get("meta"), fallback={}),
         priority=int(fields["priority"]),
         attempt=int(fields["attempt"]),
         max_attempts=int(fields["max"]),
-        errors=tuple(json.loads(fields["errors"])),
+        errors=tuple(_stored_json(fields.get("errors"), fallback=[])),
         created_at=parse_time_key(fields["created"]),
         scheduled_at=parse_time_key(fields["sched"]),
         attempted_at=_optional_time(fields, "attempted"),
         finished_at=_optional_time(fields, "finished"),
         unique_key=None if unique_key is None else _text(unique_key),
     )
+
+
+def _stored_json(value: bytes | str | None, *, fallback: Any) -> Any:
+    """A JSON field as stored. A field missing or not JSON (written behind the store's back)
+    reads as its raw text (`fallback` when absent or None): the worker then discards the job
+    with a message instead of every claim failing on it."""
+    if value is None:
+        return fallback
+    try:
+        return json.loads(value)
+    except ValueError:
+        return _text(value) if fallback is None else fallback
 
 
 def _json(value: Mapping[str, Any]) -> str:

@@ -1,0 +1,57 @@
+"""The chaos scenarios' kind, autodiscovered in the `runjobs` processes they start.
+
+`chaos.task` logs its start and its end in the run log (`runlog`), and in between does what
+`mode` says: "ok" waits `seconds` through `job.sleep` (a wait drain can cancel), "busy" waits
+without a cancellable wait, and "fail" raises on the attempts up to `fail_attempts`.
+`chaos.suicide` kills its own process every time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from anole_jobs import Job, jobs, kind
+from tests.chaos import apps, runlog
+
+
+# A short backoff: a failed attempt runs again within the scenario, not 15 s later.
+@kind("chaos.task", attempts=5, backoff=lambda attempt: timedelta(seconds=1))
+@dataclass
+class ChaosTask:
+    mode: str = "ok"
+    seconds: float = 0.0
+    fail_attempts: int = 0
+    #: When the producer enqueued it (CLOCK_MONOTONIC, ns): the load scenario's latency.
+    sent: int = 0
+
+
+@jobs.handler(ChaosTask)
+def chaos_task(job: Job, args: ChaosTask) -> None:
+    runlog.write("start", id=job.id, attempt=job.attempt, sent=args.sent)
+    apps.passing("in_handler")
+    if args.mode == "fail" and job.attempt <= args.fail_attempts:
+        runlog.write("end", id=job.id, attempt=job.attempt, raised=True)
+        raise RuntimeError(f"chaos: attempt {job.attempt} fails on purpose")
+    # A replacement process of a drain scenario runs the same jobs without their long wait.
+    if args.seconds and not os.environ.get("ANOLE_CHAOS_FAST"):
+        if args.mode == "busy":
+            time.sleep(args.seconds)
+        else:
+            job.sleep(args.seconds)
+    runlog.write("end", id=job.id, attempt=job.attempt, raised=False)
+
+
+@kind("chaos.suicide", attempts=2)
+@dataclass
+class ChaosSuicide:
+    """Kills its own worker on every attempt: it must end dead after its two attempts."""
+
+
+@jobs.handler(ChaosSuicide)
+def chaos_suicide(job: Job, args: ChaosSuicide) -> None:
+    runlog.write("start", id=job.id, attempt=job.attempt)
+    os.kill(os.getpid(), signal.SIGKILL)
