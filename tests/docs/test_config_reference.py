@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from anole_jobs import conf
-from anole_jobs.maintenance.cron import ENTRY_KEYS
+from anole_jobs.schedules import ENTRY_KEYS
 from tests.docs.harness import REPO
 
 ROW_KEY = re.compile(r"^\|\s*`([^`]+)`\s*\|", re.MULTILINE)
