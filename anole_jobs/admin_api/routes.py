@@ -215,7 +215,7 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
-        path="cron/<path:name>/trigger",
+        path="cron/<anole_name:name>/trigger",
         name="cron-trigger",
         params=(CRON_NAME,),
         operations=(
@@ -241,7 +241,7 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
-        path="queues/<path:name>/pause",
+        path="queues/<anole_name:name>/pause",
         name="queue-pause",
         params=(QUEUE_NAME,),
         operations=(
@@ -255,7 +255,7 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
-        path="queues/<path:name>/resume",
+        path="queues/<anole_name:name>/resume",
         name="queue-resume",
         params=(QUEUE_NAME,),
         operations=(
@@ -281,5 +281,7 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
 )
+#: The path converter of queue and cron names (any characters; registered by `urls`).
+NAME_CONVERTER = "anole_name"
 #: The name of the catch-all route: any other path under the mount answers 404 JSON.
 FALLBACK = "not-found"

@@ -7,12 +7,28 @@ the same list). `anole_jobs.urls` re-exports it: mount it with
 
 from __future__ import annotations
 
-from django.urls import URLPattern, path, re_path
+from django.urls import URLPattern, path, re_path, register_converter
 
 from anole_jobs.admin_api import views
-from anole_jobs.admin_api.routes import FALLBACK, ROUTES
+from anole_jobs.admin_api.routes import FALLBACK, NAME_CONVERTER, ROUTES
+
+
+class AnyName:
+    """A queue or cron name: any characters, slashes and newlines included (Django's `path`
+    converter stops at a newline)."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(AnyName, NAME_CONVERTER)
 
 urlpatterns: list[URLPattern] = [
     path(route.path, views.endpoint(route), name=route.name) for route in ROUTES
 ]
-fallback: list[URLPattern] = [re_path(r"^(?P<rest>.*)$", views.not_found, name=FALLBACK)]
+fallback: list[URLPattern] = [re_path(r"^(?P<rest>[\s\S]*)\Z", views.not_found, name=FALLBACK)]

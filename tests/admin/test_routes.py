@@ -41,7 +41,7 @@ def url_of(route: Route, env: Any) -> str:
     path = route.path
     if "<str:job_id>" in path:
         path = path.replace("<str:job_id>", str(env.jobs.enqueue(Work()).id))
-    path = path.replace("<path:name>", "nightly" if path.startswith("cron") else "default")
+    path = path.replace("<anole_name:name>", "nightly" if path.startswith("cron") else "default")
     return MOUNT + path
 
 
