@@ -124,7 +124,10 @@ class Command(BaseCommand):
         try:
             action(options)
         except (StoreUnavailable, OperationalError, InterfaceError) as exc:
-            raise CommandError(f"the jobs store did not answer: {exc}", returncode=1) from None
+            hint = " (run manage.py migrate)" if "no such table" in str(exc) else ""
+            raise CommandError(
+                f"the jobs store did not answer: {exc}{hint}", returncode=1
+            ) from None
         except InvalidJob as exc:
             raise CommandError(str(exc), returncode=1) from None
 
