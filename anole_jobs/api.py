@@ -10,21 +10,26 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, Never, TypeVar
 
 from asgiref.sync import sync_to_async
 
 from anole_jobs import conf
+from anole_jobs.durations import Duration
 from anole_jobs.errors import ConfigurationError
+from anole_jobs.job import Job
 from anole_jobs.kinds import registry, spec_of
-from anole_jobs.maintenance import cron as _cron
 from anole_jobs.records import Enqueued, QueueRecord, StepReport
-from anole_jobs.service import Jobs
+from anole_jobs.schedules import CronRecord
+from anole_jobs.service import OPTION_NAMES, Jobs, refuse_unknown_options
 from anole_jobs.stores import open_store
 from anole_jobs.stores.base import JobRecord
+from anole_jobs.unique import Unique
 
-F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class JobsFacade:
@@ -60,30 +65,137 @@ class JobsFacade:
             service.store.close()
 
     # -- declaring ---------------------------------------------------------------------------
-    def handler(self, args_type: type) -> Callable[[F], F]:
-        """Register the function that runs jobs of `args_type`'s kind (R7); one per kind."""
+    def handler(
+        self, args_type: type[T]
+    ) -> Callable[[Callable[[Job, T], R]], Callable[[Job, T], R]]:
+        """Register the function that runs jobs of `args_type`'s kind (R7); one per kind.
+
+        Typed so that mypy refuses a handler whose ``args`` annotation is not the kind's type.
+        """
         spec = spec_of(args_type)
 
-        def register(func: F) -> F:
+        def register(func: Callable[[Job, T], R]) -> Callable[[Job, T], R]:
             registry.add_handler(spec, func)
             return func
 
         return register
 
     # -- enqueueing --------------------------------------------------------------------------
-    def enqueue(self, args: object, **options: Any) -> Enqueued:
+    # The options are spelled out (not **options) so that editors and mypy know them; a
+    # misspelled one lands in `unknown` (typed Never: mypy flags it too) and gets a hint.
+    def enqueue(
+        self,
+        args: object,
+        *,
+        delay: Duration | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        unique: Unique | None = None,
+        meta: Mapping[str, Any] | None = None,
+        request: object | None = None,
+        on_commit: bool = False,
+        **unknown: Never,
+    ) -> Enqueued:
         """Enqueue one job (R12); see the docs for the options."""
-        return self.service.enqueue(args, **options)
+        refuse_unknown_options("enqueue", unknown)
+        return self.service.enqueue(
+            args,
+            on_commit=on_commit,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            queue=queue,
+            unique=unique,
+            meta=meta,
+            request=request,
+        )
 
-    async def aenqueue(self, args: object, **options: Any) -> Enqueued:
+    async def aenqueue(
+        self,
+        args: object,
+        *,
+        delay: Duration | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        unique: Unique | None = None,
+        meta: Mapping[str, Any] | None = None,
+        request: object | None = None,
+        on_commit: bool = False,
+        **unknown: Never,
+    ) -> Enqueued:
         """`enqueue` for async code; runs in the thread that owns Django's connections."""
-        return await sync_to_async(self.enqueue, thread_sensitive=True)(args, **options)
+        refuse_unknown_options("aenqueue", unknown)
+        enqueue = sync_to_async(self.enqueue, thread_sensitive=True)
+        return await enqueue(
+            args,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            queue=queue,
+            unique=unique,
+            meta=meta,
+            request=request,
+            on_commit=on_commit,
+        )
 
-    def enqueue_many(self, iterable: Iterable[object], **options: Any) -> list[Enqueued]:
-        return self.service.enqueue_many(iterable, **options)
+    def enqueue_many(
+        self,
+        iterable: Iterable[object],
+        *,
+        delay: Duration | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        unique: Unique | None = None,
+        meta: Mapping[str, Any] | None = None,
+        request: object | None = None,
+        on_commit: bool = False,
+        **unknown: Never,
+    ) -> builtins.list[Enqueued]:
+        """Enqueue many jobs with the same options, one store round trip per 1000 (R13)."""
+        refuse_unknown_options("enqueue_many", unknown)
+        return self.service.enqueue_many(
+            iterable,
+            on_commit=on_commit,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            queue=queue,
+            unique=unique,
+            meta=meta,
+            request=request,
+        )
 
-    def enqueue_in(self, args: object, *, using: str, **options: Any) -> Enqueued:
-        return self.service.enqueue_in(args, using=using, **options)
+    def enqueue_in(
+        self,
+        args: object,
+        *,
+        using: str,
+        delay: Duration | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        unique: Unique | None = None,
+        meta: Mapping[str, Any] | None = None,
+        request: object | None = None,
+        **unknown: Never,
+    ) -> Enqueued:
+        """Enqueue inside the open ``transaction.atomic(using=using)`` of the store (R14)."""
+        names = ("using", *(name for name in OPTION_NAMES if name != "on_commit"))
+        refuse_unknown_options("enqueue_in", unknown, names)
+        return self.service.enqueue_in(
+            args,
+            using=using,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            queue=queue,
+            unique=unique,
+            meta=meta,
+            request=request,
+        )
 
     # -- admin -------------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
@@ -104,13 +216,13 @@ class JobsFacade:
     def delete(self, job_id: int) -> bool:
         return self.service.delete(job_id)
 
-    def cron_list(self) -> builtins.list[_cron.CronRecord]:
+    def cron_list(self) -> builtins.list[CronRecord]:
         """One record per `CRON` entry: schedule, time zone, next run, last tick and job."""
-        return _cron.cron_list(self.service)
+        return self.service.cron_list()
 
     def cron_trigger(self, name: str) -> Enqueued:
         """Enqueue cron entry `name`'s job now, outside its schedule (`LookupError` if unknown)."""
-        return _cron.cron_trigger(self.service, name)
+        return self.service.cron_trigger(name)
 
     # -- queue pause (R36) -------------------------------------------------------------------
     def pause(self, queue: str) -> QueueRecord:

@@ -28,7 +28,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 def _cron(settings: conf.Settings) -> list[checks.CheckMessage]:
     """Each problem with a `CRON` entry (R26); imports job types, connects to nothing."""
-    from anole_jobs.maintenance.cron import validate_cron
+    from anole_jobs.schedules import validate_cron
 
     return [
         checks.Error(message, hint="see docs/cron.md", id="anole_jobs.E009")
@@ -103,9 +103,13 @@ def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:
 
 
 @checks.register("anole_jobs", checks.Tags.database)
-def check_redis_eviction(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """W002: evicted job keys are lost jobs. Connects, so it runs only with `check --database`."""
-    if conf.problems():
+def check_redis_eviction(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """W002: evicted job keys are lost jobs. It connects, so, like Django's database checks, it
+    runs only when ``manage.py check --database ALIAS`` asks for checks that connect. Any
+    alias will do: ``--database`` takes DATABASES aliases, and the Redis store names a cache."""
+    if not databases or conf.problems():
         return []
     settings = conf.read_settings()
     if settings.store.kind != "redis" or settings.store.alias is None:

@@ -28,5 +28,10 @@ def to_timedelta(
             f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}"
         )
     if not allow_negative and result < timedelta(0):
-        raise ValueError(f"{name} must not be negative, got {result}")
+        raise ValueError(f"{name} must not be negative, got {seconds(result)}")
     return result
+
+
+def seconds(value: timedelta) -> str:
+    """`value` as a person reads a duration in an error: "-5 seconds", not "-1 day, 23:59:55"."""
+    return f"{value.total_seconds():g} seconds"

@@ -43,22 +43,28 @@ Listener = Callable[[Event], None]
 class EventBus:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._listeners: tuple[Listener, ...] = ()
+        #: Read freely (an empty tuple means nobody listens); change it only through subscribe.
+        self.listeners: tuple[Listener, ...] = ()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Add `listener`; returns a function that removes it."""
         with self._lock:
-            self._listeners = (*self._listeners, listener)
+            self.listeners = (*self.listeners, listener)
 
         def unsubscribe() -> None:
             with self._lock:
-                self._listeners = tuple(item for item in self._listeners if item is not listener)
+                self.listeners = tuple(item for item in self.listeners if item is not listener)
 
         return unsubscribe
 
+    @property
+    def listening(self) -> bool:
+        """Whether anyone listens: emitters with costly fields skip building them when not."""
+        return bool(self.listeners)
+
     def emit(self, name: str, /, **fields: Any) -> None:
         # Positional-only: CRON_ENQUEUED carries a field called `name`.
-        listeners = self._listeners
+        listeners = self.listeners
         if not listeners:
             return
         event = Event(name, fields)

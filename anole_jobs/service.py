@@ -8,25 +8,65 @@ validation (R6, R12, §13), time (every `now` comes from the configured clock), 
 from __future__ import annotations
 
 import builtins
+import difflib
 import logging
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from anole_jobs import codec, events, tracing
+from anole_jobs.clock import monotonic
 from anole_jobs.conf import Settings
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob
 from anole_jobs.kinds import KindSpec, Registry, check_priority, spec_of
 from anole_jobs.records import Enqueued, QueueRecord
+from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
 from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord, ListFilter, NewJob, Store
+from anole_jobs.stores.instrumented import instrument
 from anole_jobs.unique import Unique, unique_key
 
 logger = logging.getLogger("anole_jobs")
+cron_logger = logging.getLogger("anole_jobs.cron")
 
 BATCH_SIZE = 1000
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """The options of one enqueue (R12); None (or absent) means the kind's default."""
+
+    delay: Duration | None
+    run_at: datetime | None
+    priority: int | None
+    queue: str | None
+    unique: Unique | None
+    meta: Mapping[str, Any] | None
+    request: object | None
+
+
+#: Every keyword `jobs.enqueue` takes, for "did you mean" hints.
+OPTION_NAMES: tuple[str, ...] = (*EnqueueOptions.__annotations__, "on_commit")
+
+
+def refuse_unknown_options(
+    what: str, unknown: Mapping[str, object], names: Sequence[str] = OPTION_NAMES
+) -> None:
+    """Raise `TypeError` naming a misspelled option (and the closest real one), in the words of
+    the call the user wrote (`what`), never an internal function's name."""
+    if not unknown:
+        return
+    name, value = next(iter(unknown.items()))
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"the options are {', '.join(names)}"
+    raise TypeError(f"{what}() got an unknown option {name}={value!r}; {hint}")
+
+
+#: Kinds already warned about being enqueued inside an atomic block the store cannot join.
+_warned_outside_transaction: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 class Jobs:
@@ -41,10 +81,13 @@ class Jobs:
         bus: events.EventBus = events.bus,
     ) -> None:
         self.settings = settings
-        self.store = store
+        # Every store call goes through the wrapper that reports it (STORE_CALL) on the bus.
+        self.store: Store = instrument(store, bus=bus, timer=monotonic)
         self.registry = registry
         self.bus = bus
         self.clock = settings.clock
+        self._cron_lock = threading.Lock()
+        self._cron_entries: builtins.list[CronEntry] | None = None
 
     # -- building jobs ---------------------------------------------------------------------
     def build(
@@ -61,6 +104,11 @@ class Jobs:
         request: object | None = None,
     ) -> NewJob:
         """Validate `args` and the options and return the row to insert (raises InvalidJob)."""
+        if isinstance(args, type):
+            name = spec_of(args).args_type.__qualname__  # not a kind at all: says so
+            raise InvalidJob(
+                f"enqueue() takes a job, not its class: pass an instance, e.g. {name}(...)"
+            )
         spec: KindSpec = spec_of(type(args))
         encoded = codec.check_args(args)
         job_meta = codec.ensure_json_object(meta, name="meta")
@@ -106,13 +154,15 @@ class Jobs:
         return now
 
     # -- enqueueing ------------------------------------------------------------------------
-    def enqueue(self, args: object, *, on_commit: bool = False, **options: Any) -> Enqueued:
+    def enqueue(
+        self, args: object, *, on_commit: bool = False, **options: Unpack[EnqueueOptions]
+    ) -> Enqueued:
         if on_commit and self.store.atomic_alias is None:
             return self._enqueue_on_commit(args, options)
         job = self.build(args, now=self.clock(), **options)
         return self._insert([job])[0]
 
-    def _enqueue_on_commit(self, args: object, options: dict[str, Any]) -> Enqueued:
+    def _enqueue_on_commit(self, args: object, options: EnqueueOptions) -> Enqueued:
         # Validate now so a bad job fails at the call site, write at commit (R14). Documented:
         # a crash between the commit and this write loses the job.
         self.build(args, now=self.clock(), **options)
@@ -122,7 +172,9 @@ class Jobs:
         transaction.on_commit(lambda: self.enqueue(args, **options), using=DEFAULT_DB_ALIAS)
         return Enqueued(None, False)
 
-    def enqueue_in(self, args: object, *, using: str, **options: Any) -> Enqueued:
+    def enqueue_in(
+        self, args: object, *, using: str, **options: Unpack[EnqueueOptions]
+    ) -> Enqueued:
         """Enqueue inside the open `transaction.atomic(using=using)` on the store's DB (R14)."""
         self.require_transaction(using, what="enqueue_in")
         return self.enqueue(args, **options)
@@ -140,9 +192,15 @@ class Jobs:
             logger.error("%s refused: %s", what, reason)
             raise InvalidJob(f"{what}(using={using!r}): {reason}")
 
-    def enqueue_many(self, iterable: Iterable[object], **options: Any) -> list[Enqueued]:
+    def enqueue_many(
+        self,
+        iterable: Iterable[object],
+        *,
+        on_commit: bool = False,
+        **options: Unpack[EnqueueOptions],
+    ) -> builtins.list[Enqueued]:
         """Insert in batches of `BATCH_SIZE`, one store round trip per batch (R13)."""
-        if options.pop("on_commit", False) and self.store.atomic_alias is None:
+        if on_commit and self.store.atomic_alias is None:
             items = list(iterable)
             connection = connections[DEFAULT_DB_ALIAS]
             if connection.in_atomic_block:
@@ -165,7 +223,9 @@ class Jobs:
             results.extend(self._enqueue_batch(batch, options))
         return results
 
-    def _enqueue_batch(self, batch: list[object], options: dict[str, Any]) -> list[Enqueued]:
+    def _enqueue_batch(
+        self, batch: builtins.list[object], options: EnqueueOptions
+    ) -> builtins.list[Enqueued]:
         now = self.clock()
         jobs = [self.build(args, now=now, **options) for args in batch]
         # Within one batch a later duplicate returns the first one (SPEC §13).
@@ -186,27 +246,40 @@ class Jobs:
             for slot in slots
         ]
 
-    def _insert(self, jobs: list[NewJob]) -> list[Enqueued]:
+    def _insert(self, jobs: builtins.list[NewJob]) -> builtins.list[Enqueued]:
         if not jobs:
             return []
+        if self.store.atomic_alias is None:
+            self._warn_if_in_transaction(jobs)
+        # The store wakes the workers of the queues it made jobs available in (stores.base).
         results = self.store.insert(jobs)
-        woken: set[str] = set()
         for job, result in zip(jobs, results, strict=True):
             self.bus.emit(events.ENQUEUED, queue=job.queue, kind=job.kind, inserted=result.inserted)
-            if result.inserted and job.state == "available":
-                woken.add(job.queue)
-        if woken:
-            self._wake_after_commit(woken)
         return [Enqueued(result.id, result.inserted) for result in results]
 
-    def _wake_after_commit(self, queues: set[str]) -> None:
-        # Inside the caller's transaction the jobs are invisible until it commits: waking now
-        # would send workers to find nothing and wait for the next poll.
-        alias = self.store.atomic_alias
-        if alias is not None and connections[alias].in_atomic_block:
-            transaction.on_commit(lambda: self.store.wake(queues), using=alias)
-        else:
-            self.store.wake(queues)
+    def _warn_if_in_transaction(self, jobs: builtins.list[NewJob]) -> None:
+        """The trap of R14 on a store that cannot join a transaction: the job is stored now,
+        so a rollback leaves it waiting (to run against rows that never existed, or that a
+        later insert reused), and a worker may run it before the commit. Say so once per kind
+        per process. Django's TestCase wraps each test in atomic blocks: those do not count."""
+        open_atomic = any(
+            not getattr(block, "_from_testcase", False)
+            for connection in connections.all(initialized_only=True)
+            for block in connection.atomic_blocks
+        )
+        if not open_atomic:
+            return
+        with _warned_lock:
+            kinds = sorted({job.kind for job in jobs} - _warned_outside_transaction)
+            _warned_outside_transaction.update(kinds)
+        for kind in kinds:
+            logger.warning(
+                "enqueue(%r) ran inside transaction.atomic(), which the %s store cannot join: "
+                "the job is stored now, even if the transaction rolls back, and may run before "
+                "it commits. Pass on_commit=True to enqueue it when the transaction commits.",
+                kind,
+                self.store.name,
+            )
 
     # -- admin (R30) -----------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
@@ -243,16 +316,68 @@ class Jobs:
         return self.store.counts()
 
     def retry(self, job_id: int) -> JobRecord | None:
-        record = self.store.retry(_job_id(job_id), now=self.clock())
-        if record is not None and record.state == "available":
-            self.store.wake([record.queue])
-        return record
+        return self.store.retry(_job_id(job_id), now=self.clock())
 
     def cancel(self, job_id: int) -> JobRecord | None:
         return self.store.cancel(_job_id(job_id), now=self.clock())
 
     def delete(self, job_id: int) -> bool:
         return self.store.delete(_job_id(job_id))
+
+    # -- cron (R26, R30) -------------------------------------------------------------------
+    def cron_entries(self) -> builtins.list[CronEntry]:
+        """The parsed `CRON` entries, read once per service (a settings change makes a new
+        service). Raises `ConfigurationError` for an invalid entry (the system checks list
+        them, and `runjobs` refuses to start). A broken cron parser install skips cron with
+        one ERROR line instead: the system checks report it, and every step must not fail."""
+        with self._cron_lock:
+            if self._cron_entries is None:
+                problem = parser_problem() if self.settings.cron else None
+                if problem is not None:
+                    cron_logger.error("cron is off: %s (manage.py check reports it)", problem)
+                    self._cron_entries = []
+                else:
+                    self._cron_entries = load_cron(self.settings)
+            return self._cron_entries
+
+    def cron_list(self) -> builtins.list[CronRecord]:
+        """One record per entry, in `CRON` order: its next tick after now and its last enqueued
+        tick and job (the job may since have been pruned)."""
+        entries = self.cron_entries()
+        if not entries:
+            return []
+        now = self.clock()
+        states = self.store.cron_states([entry.name for entry in entries])
+        records = []
+        for entry in entries:
+            state = states.get(entry.name)
+            records.append(
+                CronRecord(
+                    name=entry.name,
+                    schedule=entry.schedule,
+                    timezone=entry.timezone,
+                    next_run_at=entry.next_after(now),
+                    last_tick_at=state.last_tick_at if state is not None else None,
+                    last_job_id=state.last_job_id if state is not None else None,
+                )
+            )
+        return records
+
+    def cron_trigger(self, name: str) -> Enqueued:
+        """Enqueue entry `name`'s job now, outside its schedule; `LookupError` for an unknown
+        name. Not unique per tick and not recorded as a tick: the schedule carries on as
+        before. A kind declared with ``unique=`` keeps that rule, as for any enqueue."""
+        entries = self.cron_entries()
+        for entry in entries:
+            if entry.name == name:
+                return self.enqueue(
+                    entry.args_instance(),
+                    queue=entry.queue,
+                    priority=entry.priority,
+                    meta={"cron": {"name": entry.name, "triggered": True}, **entry.meta},
+                )
+        known = ", ".join(repr(entry.name) for entry in entries) or "none"
+        raise LookupError(f"no cron entry named {name!r}; entries: {known}")
 
     # -- queue pause (R36) -----------------------------------------------------------------
     def pause(self, queue: str) -> QueueRecord:

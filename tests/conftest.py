@@ -153,7 +153,9 @@ class StoreEnv:
 
     @property
     def store(self) -> Any:
-        return self.jobs.service.store
+        """The store itself, without the service's instrumenting wrapper."""
+        store = self.jobs.service.store
+        return getattr(store, "inner", store)
 
     @property
     def sql(self) -> bool:

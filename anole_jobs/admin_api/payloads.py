@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from anole_jobs.maintenance.cron import CronRecord
 from anole_jobs.records import Enqueued, QueueRecord
+from anole_jobs.schedules import CronRecord
 from anole_jobs.stores.base import JobRecord
 
 

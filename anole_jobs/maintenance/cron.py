@@ -1,13 +1,7 @@
-"""Cron (R26, R30): the `CRON` entries, their ticks, and the leader's duty that enqueues them.
+"""Cron's duty (R26): the leader enqueues each due tick of every `CRON` entry.
 
-This module owns three things:
-
-- **Parsing and validation** of ``ANOLE_JOBS["CRON"]`` (`validate_cron`, `load_cron`): every
-  problem of every entry is reported at once, each message naming the entry. The system checks
-  report them as ``anole_jobs.E009``; `runjobs` calls `load_cron` and refuses to start.
-- **Tick arithmetic** (`CronEntry.next_after`, `CronEntry.latest_between`) on top of cronsim, a
-  five-field cron parser that follows Debian cron, including its daylight-saving rules.
-- **The duty** (`CronScheduler.run_once`) and the admin calls (`cron_list`, `cron_trigger`).
+Parsing and tick arithmetic live in `anole_jobs.schedules`; `jobs.cron_list()` and
+`jobs.cron_trigger()` live in the service.
 
 Exactly once per tick, across instances: the store's `cron_advance` records a tick and inserts
 its job in one atomic step, and only when the tick is later than the entry's last one; the job
@@ -15,363 +9,25 @@ also carries a unique key scoped "any" per entry and tick, so even two leaders (
 not yet noticed it lost leadership) cannot enqueue one tick twice. History starts when an entry
 is first seen: a fresh install records the latest past tick and enqueues nothing. After a gap
 only the latest missed tick is enqueued, once.
-
-cronsim is an optional dependency (the ``cron`` extra); it is imported only when `CRON` has
-entries, so projects without cron never need it.
 """
 
 from __future__ import annotations
 
-import difflib
 import logging
-import threading
-import weakref
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from django.utils.module_loading import import_string
-
-from anole_jobs import codec, events
-from anole_jobs.errors import ConfigurationError, InvalidJob
-from anole_jobs.kinds import check_priority, spec_of
-from anole_jobs.records import Enqueued
+from anole_jobs import events
+from anole_jobs.errors import InvalidJob
+from anole_jobs.schedules import CronEntry, load_cron
 from anole_jobs.unique import Unique
 
 if TYPE_CHECKING:
-    from anole_jobs.conf import Settings
     from anole_jobs.service import Jobs
 
+__all__ = ["CronScheduler", "load_cron"]  # load_cron: where `runjobs` has always found it
+
 logger = logging.getLogger("anole_jobs.cron")
-
-ENTRY_KEYS = ("name", "schedule", "job", "args", "timezone", "queue", "priority", "meta")
-REQUIRED_KEYS = ("name", "schedule", "job")
-DEFAULT_TIMEZONE = "UTC"
-#: cronsim gives up after 50 years without a match; looking further back is pointless.
-_HORIZON = timedelta(days=366 * 50)
-_NICKNAMES = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
-_REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)  # where validation looks for a first match
-
-
-# -- entries -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class CronEntry:
-    """One valid `CRON` entry, with its job type imported and its time zone loaded."""
-
-    name: str
-    schedule: str
-    timezone: str
-    job_type: type
-    kind: str
-    args: Mapping[str, Any] = field(default_factory=dict)
-    queue: str | None = None
-    priority: int | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    tz: tzinfo = field(default=UTC, compare=False, repr=False)
-
-    def args_instance(self) -> object:
-        """A fresh args dataclass for one job (decoded each time: dataclasses may be mutable)."""
-        return codec.decode_args(self.job_type, dict(self.args))
-
-    # -- ticks ---------------------------------------------------------------------------------
-    def ticks_after(self, moment: datetime) -> Iterator[datetime]:
-        """The entry's ticks strictly after `moment`, in order, as aware UTC datetimes.
-
-        cronsim walks local wall time. For schedules with a fixed minute and hour it maps a
-        wall time that does not exist (spring forward) to the first moment after the gap, and
-        a repeated one (fall back) to its first occurrence — so, started inside a repeated
-        hour, it can return a moment *before* `moment`. Those are filtered out here, which
-        makes every start point agree with one walk from the distant past.
-        """
-        from cronsim import CronSim
-
-        it = CronSim(self.schedule, moment.astimezone(self.tz))
-        last = moment
-        stalled = 0
-        while True:
-            try:
-                tick = next(it).astimezone(UTC)
-            except StopIteration:  # no match within cronsim's 50-year horizon
-                return
-            if tick > last:
-                stalled = 0
-                last = tick
-                yield tick
-            else:
-                # A defensive bound: cronsim always moves forward in wall time, so results at
-                # or before `last` can only come from one repeated hour.
-                stalled += 1
-                if stalled > 10_000:
-                    return
-
-    def next_after(self, moment: datetime) -> datetime | None:
-        """The first tick strictly after `moment`, or None if none comes within 50 years."""
-        return next(self.ticks_after(moment), None)
-
-    def latest_between(self, after: datetime | None, now: datetime) -> datetime | None:
-        """The latest tick in ``(after, now]`` (`after` None: no lower bound), or None.
-
-        Forward walks only: cronsim's reverse iteration picks the wrong tick inside a repeated
-        (fall-back) hour. To stay cheap after a long gap, it looks back from `now` over windows
-        that double in length until one holds a tick, then walks that window forward.
-        """
-        if after is not None:
-            first = self.next_after(after)
-            if first is None or first > now:
-                return None
-        span = timedelta(minutes=1)
-        while True:
-            start = now - span
-            if after is not None and start <= after:
-                return self._last_in(after, now)
-            found = self._last_in(start, now)
-            if found is not None:
-                return found
-            if span > _HORIZON:
-                return None
-            span *= 2
-
-    def _last_in(self, start: datetime, now: datetime) -> datetime | None:
-        found = None
-        for tick in self.ticks_after(start):
-            if tick > now:
-                break
-            found = tick
-        return found
-
-
-@dataclass(frozen=True, kw_only=True)
-class CronRecord:
-    """What `jobs.cron_list()` returns for one entry (SPEC §13). Times are aware UTC."""
-
-    name: str
-    schedule: str
-    timezone: str
-    next_run_at: datetime | None
-    last_tick_at: datetime | None
-    last_job_id: int | None
-
-
-# -- parsing and validation --------------------------------------------------------------------
-
-
-def _cronsim_missing() -> str | None:
-    try:
-        import cronsim  # noqa: F401
-    except ImportError:
-        return 'ANOLE_JOBS["CRON"] needs cronsim: pip install "anole-jobs[cron]"'
-    return None
-
-
-def _check_schedule(schedule: object) -> str | None:
-    """Why `schedule` is not a usable five-field expression, or None when it is."""
-    from cronsim import CronSim, CronSimError
-
-    if not isinstance(schedule, str) or not schedule.strip():
-        return f"schedule must be a five-field cron expression string, got {schedule!r}"
-    text = schedule.strip()
-    if text.lower() in _NICKNAMES:
-        return f"schedule {text!r}: nicknames are not supported; write {_NICKNAMES[text.lower()]!r}"
-    fields = text.split()
-    if len(fields) != 5:
-        return (
-            f"schedule {text!r} has {len(fields)} fields; a cron expression has five: "
-            "minute hour day-of-month month day-of-week"
-        )
-    try:
-        it = CronSim(text, _REFERENCE)
-    except CronSimError as exc:
-        return f"schedule {text!r} is not a valid cron expression: {exc}"
-    except Exception as exc:  # noqa: BLE001 - cronsim rejects some input with other errors
-        return f"schedule {text!r} is not a valid cron expression ({type(exc).__name__}: {exc})"
-    try:
-        next(it)
-    except StopIteration:
-        return f"schedule {text!r} never matches (no date within 50 years fits it)"
-    return None
-
-
-def _load_timezone(value: object) -> tuple[tzinfo | None, str | None]:
-    if not isinstance(value, str) or not value:
-        return None, f"timezone must be an IANA name such as 'Europe/Paris', got {value!r}"
-    if value == "UTC":
-        # datetime.UTC lets cronsim skip its daylight-saving handling entirely.
-        return UTC, None
-    try:
-        return ZoneInfo(value), None
-    except (ZoneInfoNotFoundError, ValueError):
-        return None, f"timezone {value!r} is not a known IANA time zone (e.g. 'Europe/Paris')"
-
-
-def _load_job_type(path: object) -> tuple[type | None, str | None]:
-    if not isinstance(path, str) or not path:
-        return None, f"job must be the dotted path of a @kind dataclass, got {path!r}"
-    try:
-        target = import_string(path)
-    except ImportError as exc:
-        return None, f"job {path!r} cannot be imported: {exc}"
-    try:
-        spec_of(target)
-    except InvalidJob:
-        return None, f"job {path!r} is not a job kind: decorate its dataclass with @kind(...)"
-    return target, None
-
-
-def _parse_entry(index: int, raw: object, errors: list[str]) -> CronEntry | None:
-    where = f"ANOLE_JOBS['CRON'][{index}]"
-    if not isinstance(raw, Mapping):
-        errors.append(f"{where} must be a dict, got {type(raw).__name__}")
-        return None
-    name = raw.get("name")
-    if isinstance(name, str) and name:
-        where = f"{where} ({name!r})"
-    found: list[str] = []
-
-    for key in raw:
-        if key not in ENTRY_KEYS:
-            close = difflib.get_close_matches(str(key), ENTRY_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(ENTRY_KEYS)}"
-            found.append(f"unknown key {key!r} ({hint})")
-    missing = [key for key in REQUIRED_KEYS if key not in raw]
-    if missing:
-        found.append(f"missing {', '.join(map(repr, missing))}")
-    if "name" in raw and not (isinstance(name, str) and name):
-        found.append(f"name must be a non-empty string, got {name!r}")
-
-    schedule = raw.get("schedule")
-    if "schedule" in raw:
-        problem = _check_schedule(schedule)
-        if problem:
-            found.append(problem)
-
-    tz, problem = _load_timezone(raw.get("timezone", DEFAULT_TIMEZONE))
-    if problem:
-        found.append(problem)
-
-    job_type = None
-    if "job" in raw:
-        job_type, problem = _load_job_type(raw["job"])
-        if problem:
-            found.append(problem)
-
-    args = raw.get("args", {})
-    if not isinstance(args, Mapping):
-        found.append(f"args must be a dict of the job's fields, got {type(args).__name__}")
-    elif job_type is not None:
-        try:
-            codec.check_args(codec.decode_args(job_type, dict(args)))
-        except InvalidJob as exc:
-            found.append(f"args do not decode into {job_type.__qualname__}: {exc}")
-
-    queue = raw.get("queue")
-    if queue is not None and (not isinstance(queue, str) or not queue):
-        found.append(f"queue must be a non-empty string, got {queue!r}")
-
-    priority = raw.get("priority")
-    if priority is not None:
-        try:
-            check_priority(priority, where="priority")
-        except InvalidJob:
-            found.append(
-                f"priority must be an int in -100..100 (higher runs first), got {priority!r}"
-            )
-
-    meta: dict[str, Any] = {}
-    try:
-        meta = codec.ensure_json_object(raw.get("meta"), name="meta")
-    except InvalidJob as exc:
-        found.append(str(exc))
-
-    if found:
-        errors.extend(f"{where}: {problem}" for problem in found)
-        return None
-    assert job_type is not None and tz is not None and isinstance(name, str)
-    return CronEntry(
-        name=name,
-        schedule=" ".join(str(schedule).split()),
-        timezone=str(raw.get("timezone", DEFAULT_TIMEZONE)),
-        job_type=job_type,
-        kind=spec_of(job_type).name,
-        args=dict(args),
-        queue=queue,
-        priority=priority,
-        meta=meta,
-        tz=tz,
-    )
-
-
-def parse_cron(raw: object) -> tuple[list[CronEntry], list[str]]:
-    """Parse `CRON`; returns the valid entries and one message per problem (never raises)."""
-    if raw is None:
-        return [], []
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
-        return [], [f"ANOLE_JOBS['CRON'] must be a list of dicts, got {type(raw).__name__}"]
-    if not raw:
-        return [], []
-    missing = _cronsim_missing()
-    if missing:
-        return [], [missing]
-    errors: list[str] = []
-    entries = []
-    seen: dict[str, int] = {}
-    for index, item in enumerate(raw):
-        entry = _parse_entry(index, item, errors)
-        name = item.get("name") if isinstance(item, Mapping) else None
-        if isinstance(name, str) and name:
-            if name in seen:
-                errors.append(
-                    f"ANOLE_JOBS['CRON'][{index}] ({name!r}): the name is already used by "
-                    f"entry {seen[name]}; names identify entries and must be unique"
-                )
-                continue
-            seen[name] = index
-        if entry is not None:
-            entries.append(entry)
-    return entries, errors
-
-
-def validate_cron(raw: object) -> list[str]:
-    """Every problem with the `CRON` entries `raw`, one message each; empty when valid."""
-    return parse_cron(raw)[1]
-
-
-def load_cron(settings: Settings) -> list[CronEntry]:
-    """The parsed entries of `settings`; raises `ConfigurationError` listing every problem.
-
-    `runjobs` calls it before starting so that an invalid entry stops the process at once.
-    """
-    entries, errors = parse_cron(settings.cron)
-    if errors:
-        raise ConfigurationError("ANOLE_JOBS['CRON'] is invalid: " + "; ".join(errors))
-    return entries
-
-
-_cache_lock = threading.Lock()
-_entries_by_service: weakref.WeakKeyDictionary[Jobs, list[CronEntry]] = weakref.WeakKeyDictionary()
-
-
-def entries_for(service: Jobs) -> list[CronEntry]:
-    """`load_cron` for `service`'s settings, parsed once per service (a settings change makes a
-    new service, so the cache never outlives the settings it was read from)."""
-    with _cache_lock:
-        entries = _entries_by_service.get(service)
-    if entries is None:
-        entries = load_cron(service.settings)
-        with _cache_lock:
-            _entries_by_service[service] = entries
-    return entries
 
 
 # -- the leader's duty -------------------------------------------------------------------------
@@ -386,7 +42,7 @@ class CronScheduler:
     def run_once(self, now: datetime) -> int:
         """Record first sightings and enqueue the latest due tick of each entry; return how
         many jobs were inserted. Safe to run concurrently on several instances."""
-        entries = entries_for(self.service)
+        entries = self.service.cron_entries()
         if not entries:
             return 0
         store = self.service.store
@@ -434,54 +90,6 @@ class CronScheduler:
                 "cron %r: tick %s was already enqueued as job %s", entry.name, tick, result.id
             )
             return False
-        if job.state == "available":
-            service.store.wake([job.queue])
         service.bus.emit(events.CRON_ENQUEUED, name=entry.name, job_id=result.id)
         logger.info("cron %r: enqueued job %s for tick %s", entry.name, result.id, tick.isoformat())
         return True
-
-
-# -- admin (R30) -------------------------------------------------------------------------------
-
-
-def cron_list(service: Jobs) -> list[CronRecord]:
-    """One record per entry, in `CRON` order: its next tick after now and its last enqueued
-    tick and job (the job may since have been pruned)."""
-    entries = entries_for(service)
-    if not entries:
-        return []
-    now = service.clock()
-    states = service.store.cron_states([entry.name for entry in entries])
-    records = []
-    for entry in entries:
-        state = states.get(entry.name)
-        records.append(
-            CronRecord(
-                name=entry.name,
-                schedule=entry.schedule,
-                timezone=entry.timezone,
-                next_run_at=entry.next_after(now),
-                last_tick_at=state.last_tick_at if state is not None else None,
-                last_job_id=state.last_job_id if state is not None else None,
-            )
-        )
-    return records
-
-
-def cron_trigger(service: Jobs, name: str) -> Enqueued:
-    """Enqueue entry `name`'s job now, outside its schedule; `LookupError` for an unknown name.
-
-    Not unique per tick and not recorded as a tick: the schedule carries on as before. A kind
-    declared with ``unique=`` keeps that rule, as for any enqueue.
-    """
-    entries = entries_for(service)
-    for entry in entries:
-        if entry.name == name:
-            return service.enqueue(
-                entry.args_instance(),
-                queue=entry.queue,
-                priority=entry.priority,
-                meta={"cron": {"name": entry.name, "triggered": True}, **entry.meta},
-            )
-    known = ", ".join(repr(entry.name) for entry in entries) or "none"
-    raise LookupError(f"no cron entry named {name!r}; entries: {known}")

@@ -8,6 +8,13 @@ claim token that grew when it was claimed — and succeeds only if the job is st
 with exactly that attempt and token. A drain or snooze gives the attempt back, so the attempt
 alone cannot tell a stale worker from a fresh one; the token can.
 
+Wake-ups: the store that makes a job available tells the workers waiting on its queue. Its
+`insert`, `cron_advance` and `retry` wake those queues themselves once the write is committed —
+at once outside a transaction, at commit inside ``transaction.atomic(using=atomic_alias)``,
+never for a write that was rolled back — in this process (`wakeups`) and, on stores with
+cross-process wake-ups, in others (NOTIFY, PUBLISH). Nobody else wakes workers for those
+writes. `wake` is for work that maintenance makes available in bulk (staging, rescue).
+
 A store never imports the service, the worker, maintenance, metrics, tracing or the clock.
 """
 
@@ -179,6 +186,15 @@ class Capabilities:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+def woken_queues(jobs: Sequence[NewJob], results: Sequence[Inserted | None]) -> set[str]:
+    """The queues an insert must wake: those of the jobs it inserted as ``available``."""
+    return {
+        job.queue
+        for job, result in zip(jobs, results, strict=True)
+        if result is not None and result.inserted and job.state == "available"
+    }
+
+
 class Store(ABC):
     """Methods child classes must implement; each docstring is the rule every store keeps.
 
@@ -201,6 +217,9 @@ class Store(ABC):
         inserted; its `Inserted` names the holder with ``inserted=False``. Uniqueness is
         enforced atomically by the store (concurrent inserts of one key insert exactly one).
         The caller has removed duplicates within the batch.
+
+        Wakes the queues of the ``available`` jobs it inserted once they are committed (see
+        "Wake-ups" in the module docstring).
         """
 
     # -- running ---------------------------------------------------------------------------
@@ -281,7 +300,8 @@ class Store(ABC):
     @abstractmethod
     def cron_advance(self, *, name: str, tick: datetime, job: NewJob | None) -> Inserted | None:
         """Atomically: when `tick` is later than the entry's last tick, record it and insert
-        `job` (None: record only, for a first sighting); return the insert, else None."""
+        `job` (None: record only, for a first sighting); return the insert, else None. Wakes
+        the job's queue as `insert` does."""
 
     # -- admin -----------------------------------------------------------------------------
     @abstractmethod
@@ -299,7 +319,8 @@ class Store(ABC):
     @abstractmethod
     def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
         """Make the job ``available`` now (any state; a running worker's later writes then fail
-        its fence). A job out of attempts gets one more. None if there is no such job."""
+        its fence). A job out of attempts gets one more. None if there is no such job. Wakes the
+        job's queue as `insert` does."""
 
     @abstractmethod
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
@@ -330,9 +351,10 @@ class Store(ABC):
 
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:
-        """Tell waiting workers of new work in `queues`: those of this process always; stores
-        with cross-process wake-ups also tell other processes (NOTIFY, PUBLISH). Called after
-        an insert or retry makes jobs available, and by the stager."""
+        """Tell waiting workers of new work in `queues` (every queue when empty): those of this
+        process always; stores with cross-process wake-ups also tell other processes (NOTIFY,
+        PUBLISH). For maintenance (stage, rescue): `insert`, `cron_advance` and `retry` wake
+        their queues themselves."""
         self.wakeups.wake(queues)
 
     def subscribe(self, queues: Collection[str]) -> Subscription:

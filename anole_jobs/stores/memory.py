@@ -31,6 +31,7 @@ from anole_jobs.stores.base import (
     RunRef,
     State,
     Store,
+    woken_queues,
 )
 
 
@@ -157,7 +158,14 @@ class MemoryStore(Store):
     # -- enqueueing ------------------------------------------------------------------------
     def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         with self._lock:
-            return [self._insert_one(job) for job in jobs]
+            results = [self._insert_one(job) for job in jobs]
+        self._wake_now(woken_queues(jobs, results))
+        return results
+
+    def _wake_now(self, queues: set[str]) -> None:
+        # No transactions here: a write is visible, so waiters may look, as soon as it is done.
+        if queues:
+            self.wakeups.wake(queues)
 
     # -- running ---------------------------------------------------------------------------
     def claim(
@@ -324,7 +332,9 @@ class MemoryStore(Store):
                 last_tick_at=tick,
                 last_job_id=inserted.id if inserted else (state.last_job_id if state else None),
             )
-            return inserted
+        if job is not None:
+            self._wake_now(woken_queues([job], [inserted]))
+        return inserted
 
     # -- admin -----------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
@@ -371,7 +381,9 @@ class MemoryStore(Store):
             row.scheduled_at = now
             row.finished_at = None
             row.lease_until = None
-            return row.record()
+            record = row.record()
+        self._wake_now({record.queue})
+        return record
 
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
         with self._lock:

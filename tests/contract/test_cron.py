@@ -16,7 +16,8 @@ import pytest
 from anole_jobs import Enqueued, Job, jobs, kind
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.events import CRON_ENQUEUED, ENQUEUED, Event
-from anole_jobs.maintenance.cron import CronRecord, CronScheduler
+from anole_jobs.maintenance.cron import CronScheduler
+from anole_jobs.schedules import CronRecord
 from tests.concurrency import race
 
 KIND = "test.cron.report"

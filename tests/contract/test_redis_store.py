@@ -385,7 +385,7 @@ def test_a_wake_up_crosses_store_instances(make_store: Callable[..., RedisStore]
     assert listener_store.listener() is listener  # one listener per store
 
 
-def test_an_insert_publishes_its_own_wake_up_and_wake_does_not_repeat_it(
+def test_an_insert_publishes_its_own_wake_up_in_its_script(
     make_store: Callable[..., RedisStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     publisher, watcher = make_store(), make_store()
@@ -397,10 +397,11 @@ def test_an_insert_publishes_its_own_wake_up_and_wake_does_not_repeat_it(
     assert subscription.wait(WAIT) == {"b"}  # and the scheduled job in "a" woke nobody
 
     calls = count_commands(publisher, monkeypatch)
+    mine = publisher.wakeups.subscribe(["a"])
     publisher.insert([new_job(queue="a")])
-    publisher.wake(["a"])  # what the service does after an insert
-    assert calls == ["EVALSHA"]
-    publisher.wake(["a"])  # any other wake-up (retry, stage) publishes
+    assert calls == ["EVALSHA"]  # one round trip; nobody calls wake after an insert
+    assert mine.wait(0) == {"a"}  # and this process's waiters were woken in-process
+    publisher.wake(["a"])  # a maintenance wake-up (stage, rescue) publishes
     assert calls == ["EVALSHA", "PUBLISH"]
 
 

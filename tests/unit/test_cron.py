@@ -15,7 +15,7 @@ from django.core.validators import MinValueValidator
 from anole_jobs import conf, kind
 from anole_jobs.checks import check_settings
 from anole_jobs.errors import ConfigurationError
-from anole_jobs.maintenance.cron import CronEntry, load_cron, parse_cron, validate_cron
+from anole_jobs.schedules import CronEntry, load_cron, parse_cron, validate_cron
 
 PATH = "tests.unit.test_cron.Digest"
 
@@ -157,9 +157,9 @@ def test_cron_must_be_a_list():
 def test_a_missing_cronsim_is_reported_only_when_entries_exist(monkeypatch):
     monkeypatch.setitem(sys.modules, "cronsim", None)  # makes `import cronsim` fail
     assert validate_cron([]) == []
-    assert validate_cron([entry()]) == [
-        'ANOLE_JOBS["CRON"] needs cronsim: pip install "anole-jobs[cron]"'
-    ]
+    (message,) = validate_cron([entry()])
+    assert "needs cronsim, a dependency of anole-jobs that is not installed" in message
+    assert 'pip install "cronsim>=2.6"' in message
 
 
 def test_load_cron_raises_configuration_error_listing_every_problem():
@@ -304,3 +304,23 @@ def test_frequent_schedules_follow_real_time_through_both_transitions():
         "01:00-0500", "01:20-0500", "01:40-0500",
         "03:00-0400", "03:20-0400", "03:40-0400",
     ]  # fmt: skip
+
+
+def test_a_missing_parser_is_a_check_error_and_never_fails_a_step(
+    monkeypatch, settings, caplog, clock
+):
+    from anole_jobs.api import jobs
+
+    settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "CLOCK": clock, "CRON": [entry()]}
+    monkeypatch.setitem(sys.modules, "cronsim", None)  # a broken install
+    try:
+        (error,) = [m for m in check_settings() if m.id == "anole_jobs.E009"]
+        assert "needs cronsim" in error.msg
+        with caplog.at_level("ERROR", logger="anole_jobs.cron"):
+            assert jobs.step().cron_enqueued == 0
+            assert jobs.step().cron_enqueued == 0
+            assert jobs.cron_list() == []
+        lines = [r.getMessage() for r in caplog.records if r.name == "anole_jobs.cron"]
+        assert len(lines) == 1 and lines[0].startswith("cron is off: ") and "check" in lines[0]
+    finally:
+        jobs.reset()

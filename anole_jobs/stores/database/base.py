@@ -181,8 +181,6 @@ class SQLStore(Store):
         return connections[self.alias]
 
     def cursor(self) -> CursorWrapper:
-        # Any statement but a wake-up ends the "this insert already notified" window.
-        self._local.notified = frozenset()
         return self.connection.cursor()
 
     def select(self, alias: str = "") -> str:
@@ -218,15 +216,17 @@ class SQLStore(Store):
         if not jobs:
             return []
         with self.cursor() as cursor:
-            results, notified = self._insert(cursor, jobs)
-        self._local.notified = frozenset(notified)
+            results, woken = self._insert(cursor, jobs)
+        self.wake_at_commit(woken)
         return results
 
     def _insert(
         self, cursor: CursorWrapper, jobs: Sequence[NewJob]
     ) -> tuple[list[Inserted], set[str]]:
+        """Insert `jobs`; returns their results and the queues to wake (PostgreSQL's statement
+        has already sent their NOTIFY, which the server delivers at commit)."""
         results: list[Inserted | None] = [None] * len(jobs)
-        notified: set[str] = set()
+        woken: set[str] = set()
         pending = list(range(len(jobs)))
         for _ in range(INSERT_ROUNDS):
             rows = sorted(self.insert_rows(cursor, [jobs[i] for i in pending]))
@@ -245,7 +245,7 @@ class SQLStore(Store):
                     skipped.append(i)
                     continue
                 if job.state == "available":
-                    notified.add(job.queue)
+                    woken.add(job.queue)
             if not skipped:
                 break
             holders = self._holders(cursor, {jobs[i].unique_key for i in skipped})  # type: ignore[misc]
@@ -262,7 +262,7 @@ class SQLStore(Store):
             raise RuntimeError(
                 f"insert: unique keys kept changing hands in {INSERT_ROUNDS} rounds; try again"
             )
-        return results, notified  # type: ignore[return-value]
+        return results, woken  # type: ignore[return-value]
 
     def _holders(self, cursor: CursorWrapper, keys: Collection[str]) -> dict[str, int]:
         where, params = self.in_list("unique_lock", keys)
@@ -413,11 +413,11 @@ class SQLStore(Store):
             )
             if cursor.fetchone() is None or job is None:
                 return None
-            (inserted,), notified = self._insert(cursor, [job])
+            (inserted,), woken = self._insert(cursor, [job])
             cursor.execute(
                 f"UPDATE {table} SET last_job_id = %s WHERE name = %s", [inserted.id, name]
             )
-        self._local.notified = frozenset(notified)
+        self.wake_at_commit(woken)
         return inserted
 
     # -- admin -----------------------------------------------------------------------------
@@ -471,9 +471,14 @@ class SQLStore(Store):
                     f" RETURNING {self.select()}",
                     [self.encode_time(now), job_id],
                 )
+                if row is not None:
+                    self.send_notify([row[2]])  # delivered if this transaction commits
         except IntegrityError:
             row = None  # a concurrent insert took the key between the check and the write
-        return self.record(row) if row is not None else self.get(job_id)
+        if row is None:
+            return self.get(job_id)
+        self.wake_at_commit({row[2]})
+        return self.record(row)
 
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
         row = self.fetch_one(
@@ -520,13 +525,22 @@ class SQLStore(Store):
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:
         self.wakeups.wake(queues)
-        notified: frozenset[str] = getattr(self._local, "notified", frozenset())
-        self._local.notified = frozenset()
-        if self.notify and (not queues or not set(queues) <= notified):
-            self.send_notify(sorted(set(queues) - notified))
+        self.send_notify(sorted(queues))
+
+    def wake_at_commit(self, queues: Collection[str]) -> None:
+        """Wake this process's waiters of `queues` once the write just made is committed: at
+        once in autocommit, at commit inside the caller's atomic block, never on rollback
+        (other processes hear of it by the NOTIFY sent in the same transaction)."""
+        if not queues:
+            return
+        if self.connection.in_atomic_block:
+            transaction.on_commit(lambda: self.wakeups.wake(queues), using=self.alias)
+        else:
+            self.wakeups.wake(queues)
 
     def send_notify(self, queues: Sequence[str]) -> None:
-        """Tell other processes (no-op but on PostgreSQL with NOTIFY on)."""
+        """Tell other processes (no-op but on PostgreSQL with NOTIFY on); inside a transaction
+        the server delivers it at commit."""
 
 
 def _distinct_chunks(results: Sequence[Finish]) -> Iterator[list[Finish]]:

@@ -108,6 +108,8 @@ class PostgresStore(SQLStore):
         return transaction.atomic(using=self.alias)
 
     def send_notify(self, queues: Sequence[str]) -> None:
+        if not self.notify:
+            return
         with self.cursor() as cursor:
             cursor.execute(
                 "SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q",

@@ -30,7 +30,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from anole_jobs.errors import StoreUnavailable
 from anole_jobs.stores.base import (
     AFTER_RUN_STATES,
     FINAL_STATES,
@@ -46,10 +45,12 @@ from anole_jobs.stores.base import (
     Rescued,
     RunRef,
     Store,
+    woken_queues,
 )
 from anole_jobs.stores.redis import keys
 from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, time_key
 from anole_jobs.stores.redis.listener import Listener, encode
+from anole_jobs.stores.redis.unavailable import read_failed, write_failed
 from anole_jobs.stores.wakeups import Subscription
 
 logger = logging.getLogger("anole_jobs.stores.redis")
@@ -96,10 +97,8 @@ class Scripts:
                 self._client.script_load(self.sources[name])
                 return self._client.evalsha(sha, 0, prefix, *args)
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(
-                f"Redis did not answer the {name} script ({exc}); if it ran, leases and "
-                "rescue make the outcome safe"
-            ) from exc
+            # Says whether the write may have happened; leases and rescue cover a half-done one.
+            raise write_failed(name, exc, self._client) from exc
 
 
 def _text(value: bytes | str) -> str:
@@ -158,8 +157,6 @@ class RedisStore(Store):
         self.db = int(client.connection_pool.connection_kwargs.get("db", 0) or 0)
         self.channel = self.keys.channel(self.db)
         self._sender = uuid.uuid4().hex
-        # Per thread: the queues the last insert already published (see `wake`).
-        self._published = threading.local()
         self._listener: Listener | None = None
         self._listener_lock = threading.Lock()
         self._closed = False
@@ -186,7 +183,7 @@ class RedisStore(Store):
         try:
             return getattr(self.client, method)(*args)
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(f"Redis did not answer {method.upper()} ({exc})") from exc
+            raise read_failed(method, exc, self.client) from exc
 
     @staticmethod
     def _new_job_args(job: NewJob) -> list[str]:
@@ -219,12 +216,11 @@ class RedisStore(Store):
             args.extend(self._new_job_args(job))
         flat = self._run("insert", self.channel, self._sender, len(jobs), *args)
         results = [Inserted(int(flat[i]), flat[i + 1] == 1) for i in range(0, len(flat), 2)]
-        # The script published these queues' wake-up: the caller's `wake` must not repeat it.
-        self._published.queues = {
-            job.queue
-            for job, result in zip(jobs, results, strict=True)
-            if result.inserted and job.state == "available"
-        }
+        # The script published the wake-up for other processes; this one's waiters are woken
+        # here (the listener skips this store's own messages).
+        queues = woken_queues(jobs, results)
+        if queues:
+            self.wakeups.wake(queues)
         return results
 
     # -- running ---------------------------------------------------------------------------
@@ -338,7 +334,7 @@ class RedisStore(Store):
         try:
             members = pipe.execute()
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(f"Redis did not answer SMEMBERS ({exc})") from exc
+            raise read_failed("smembers", exc, self.client) from exc
         return {
             queue: {_text(kind) for kind in kinds}
             for queue, kinds in zip(queues, members, strict=True)
@@ -378,7 +374,10 @@ class RedisStore(Store):
         result = self._run("cron_advance", name, time_key(tick), *job_args)
         if not result:  # nil: not later than the last tick; []: recorded without a job
             return None
-        return Inserted(int(result[0]), result[1] == 1)
+        inserted = Inserted(int(result[0]), result[1] == 1)
+        if job is not None and woken_queues([job], [inserted]):
+            self.wake([job.queue])
+        return inserted
 
     # -- admin -----------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
@@ -418,7 +417,12 @@ class RedisStore(Store):
 
     def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
         encoded = self._run("retry", job_id, time_key(now))
-        return _record(_decode(encoded)) if encoded else None
+        if not encoded:
+            return None
+        record = _record(_decode(encoded))
+        if record.state == "available":
+            self.wake([record.queue])
+        return record
 
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
         encoded = self._run("cancel", job_id, time_key(now))
@@ -442,16 +446,11 @@ class RedisStore(Store):
 
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:
-        """Wake this process's waiters, then PUBLISH for other processes, except the queues
-        the insert just made in this thread already published. A failed PUBLISH is logged, not
-        raised: the jobs are already stored, and workers poll."""
+        """Wake this process's waiters, then PUBLISH for other processes. A failed PUBLISH is
+        logged, not raised: the jobs are already stored, and workers poll."""
         self.wakeups.wake(queues)
-        published: set[str] = getattr(self._published, "queues", set())
-        self._published.queues = set()
-        if queues and not set(queues) - published:
-            return
         try:
-            self.client.publish(self.channel, encode(self._sender, set(queues) - published))
+            self.client.publish(self.channel, encode(self._sender, queues))
         except Exception as exc:  # the write succeeded; a lost wake-up only costs latency
             logger.warning("could not publish a wake-up on %s: %s", self.channel, exc)
 

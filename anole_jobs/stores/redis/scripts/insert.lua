@@ -1,8 +1,8 @@
 -- insert: ARGV[2] wake-up channel, [3] sender id, [4] n, then n jobs of NEW_JOB_FIELDS values
 -- each (one round trip per batch). Unique keys are resolved here, atomically: concurrent
 -- inserts of one key insert exactly one. The wake-up for the queues that got an available job
--- is published from here too, so an enqueue stays one round trip (the store's `wake` then
--- skips those queues). Returns {id1, inserted1, id2, inserted2, ...}.
+-- is published from here too, so an enqueue stays one round trip (store.py wakes this
+-- process's own waiters). Returns {id1, inserted1, id2, inserted2, ...}.
 local channel, sender, n = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local out, woken, queues = {}, {}, {}
 for k = 0, n - 1 do
