@@ -307,6 +307,11 @@ class Jobs:
             raise InvalidJob(f"unknown state {state!r}; states are {', '.join(STATES)}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidJob(f"limit must be a positive int, got {limit!r}")
+        for name, value in (("queue", queue), ("kind", kind)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidJob(f"the {name} filter must be a string, got {value!r}")
+            if value is not None and not _storable(value):
+                return []  # no job can have a NUL or a lone surrogate in its queue or kind
         filter = ListFilter(
             state=state,
             queue=queue,
@@ -422,20 +427,33 @@ class Jobs:
         return self.settings.lease
 
 
+def _storable(text: str) -> bool:
+    """Whether every store can hold `text` (PostgreSQL refuses NUL; UTF-8, lone surrogates)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def queue_name(value: object) -> str:
     """`value` if it can name a queue in every store, else `InvalidJob` saying why."""
     if not isinstance(value, str) or not value:
         raise InvalidJob(f"a queue name is a non-empty string, got {value!r}")
-    if "\x00" in value:
-        raise InvalidJob(f"a queue name cannot contain NUL characters, got {value!r}")
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        raise InvalidJob(f"a queue name must be valid Unicode text, got {value!r}") from None
+    if not _storable(value):
+        raise InvalidJob(
+            f"a queue name cannot contain NUL characters or lone surrogates, got {value!r}"
+        )
     return value
 
 
+#: The largest job id (a signed 64-bit integer, as the SQL stores keep it).
+MAX_JOB_ID = 2**63 - 1
+
+
 def _job_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidJob(f"a job id is a positive int, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_JOB_ID:
+        raise InvalidJob(f"a job id is a positive int below 2**63, got {value!r}")
     return value

@@ -6,7 +6,7 @@ from django.urls import path
 
 from anole_jobs.dashboard import views
 
-app_name = "anole_jobs_dashboard"
+app_name = "dashboard"
 
 urlpatterns = [
     path("", views.queues, name="queues"),

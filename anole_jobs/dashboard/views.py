@@ -58,7 +58,7 @@ def dashboard_view(view: View) -> View:
 
 
 def _redirect(name: str, *args: Any, notice: str | None = None, **query: str) -> HttpResponse:
-    url = reverse(f"anole_jobs_dashboard:{name}", args=args)
+    url = reverse(f"anole_jobs:dashboard:{name}", args=args)
     params = {**query, **({"notice": notice} if notice else {})}
     return HttpResponseRedirect(f"{url}?{urlencode(params)}" if params else url)
 

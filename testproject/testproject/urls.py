@@ -1,14 +1,16 @@
 """URLs of the test project.
 
-The jobs admin API (`anole_jobs.urls`) is mounted at /ops/jobs/ when the installed
-anole_jobs provides it. /metrics serves the jobs' Prometheus metrics (put it behind your own
-protection in a real project, or serve it from `runjobs --metrics-port` instead).
+- ``/signup``: the demo's view, which enqueues a welcome email.
+- ``/ops/jobs/``: the jobs admin routes (JSON, OpenAPI at ``/ops/jobs/openapi.json``), for
+  active staff users (``ANOLE_JOBS["ADMIN_PERMISSION"]`` changes who).
+- ``/admin/``: the Django admin, with the jobs table.
+- ``/metrics``: the jobs' Prometheus metrics (put it behind your own protection in a real
+  project, or serve it from ``runjobs --metrics-port`` instead).
 """
 
 from __future__ import annotations
 
-from importlib.util import find_spec
-
+from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from signups import views
 
@@ -17,7 +19,6 @@ import anole_jobs.views
 urlpatterns: list[URLPattern | URLResolver] = [
     path("signup", views.signup, name="signup"),
     path("metrics", anole_jobs.views.metrics, name="metrics"),
+    path("ops/jobs/", include("anole_jobs.urls")),
+    path("admin/", admin.site.urls),
 ]
-
-if find_spec("anole_jobs.urls") is not None:
-    urlpatterns.append(path("ops/jobs/", include("anole_jobs.urls")))

@@ -34,18 +34,14 @@ def stays(backend: Backend, ids: list[int], state: str, seconds: float = WATCH) 
         time.sleep(POLL)
 
 
-def facade(backend: Backend, call: str) -> None:
-    """Run ``jobs.<call>`` in a process of its own, as an operator's command would."""
-    backend.manage("shell", "-c", f"from anole_jobs import jobs; jobs.{call}")
-
-
 def pause(backend: Backend, queue: str) -> None:
-    facade(backend, f"pause({queue!r})")
+    """``manage.py jobs pause`` in a process of its own, as an operator would."""
+    assert backend.manage("jobs", "pause", queue).startswith(f"queue {queue}: paused")
 
 
 def resume_and_time(backend: Backend, queue: str, ids: list[int]) -> float:
     """Resume `queue` from another process; seconds from its return until `ids` completed."""
-    facade(backend, f"resume({queue!r})")
+    assert backend.manage("jobs", "resume", queue).startswith(f"queue {queue}: running")
     resumed = time.monotonic()
     backend.wait_state(ids, "completed", timeout=RESUME_BOUND + 10)
     return time.monotonic() - resumed

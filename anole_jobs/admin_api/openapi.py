@@ -1,0 +1,212 @@
+"""The OpenAPI 3.1 document of the admin routes, built from `routes.ROUTES` (the list the
+URLconf is built from) and served at ``openapi.json`` beside them.
+
+Each operation lists its success status and every error it may answer; a wrong method on a
+path answers 405 with ``Allow`` (the path's ``x-allow`` lists the methods it answers).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+from anole_jobs.admin_api.routes import COMMON_STATUSES, ROUTES, WRONG_METHOD, Param, Route
+from anole_jobs.stores.base import STATES
+
+_TIME = {"type": ["string", "null"], "format": "date-time"}
+_STATE = {"type": "string", "enum": list(STATES)}
+
+SCHEMAS: dict[str, Any] = {
+    "ErrorEntry": {
+        "type": "object",
+        "description": "One failed attempt.",
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "attempt": {"type": "integer"},
+            "type": {"type": "string"},
+            "message": {"type": "string"},
+            "traceback": {"type": "string"},
+        },
+    },
+    "Job": {
+        "type": "object",
+        "required": ["id", "kind", "queue", "state", "args", "meta", "errors"],
+        "properties": {
+            "id": {"type": "integer"},
+            "kind": {"type": "string"},
+            "queue": {"type": "string"},
+            "state": _STATE,
+            "args": {"type": "object"},
+            "meta": {"type": "object"},
+            "priority": {"type": "integer", "minimum": -100, "maximum": 100},
+            "attempt": {"type": "integer"},
+            "max_attempts": {"type": "integer"},
+            "errors": {"type": "array", "items": {"$ref": "#/components/schemas/ErrorEntry"}},
+            "created_at": {"type": "string", "format": "date-time"},
+            "scheduled_at": {"type": "string", "format": "date-time"},
+            "attempted_at": _TIME,
+            "finished_at": _TIME,
+            "unique_key": {"type": ["string", "null"]},
+        },
+    },
+    "JobPage": {
+        "type": "object",
+        "required": ["jobs", "next_after"],
+        "properties": {
+            "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
+            "next_after": {
+                "type": ["integer", "null"],
+                "description": "Pass as `after` for the next page; null on the last page.",
+            },
+        },
+    },
+    "Counts": {
+        "type": "object",
+        "description": "Jobs per queue, then per state (states with none omitted).",
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": {"type": "integer"},
+        },
+    },
+    "CronEntry": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "schedule": {"type": "string"},
+            "timezone": {"type": "string"},
+            "next_run_at": _TIME,
+            "last_tick_at": _TIME,
+            "last_job_id": {"type": ["integer", "null"]},
+        },
+    },
+    "CronList": {
+        "type": "object",
+        "properties": {
+            "cron": {"type": "array", "items": {"$ref": "#/components/schemas/CronEntry"}}
+        },
+    },
+    "Enqueued": {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "inserted": {"type": "boolean"}},
+    },
+    "Queue": {
+        "type": "object",
+        "required": ["name", "paused", "counts"],
+        "properties": {
+            "name": {"type": "string"},
+            "paused": {"type": "boolean"},
+            "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+        },
+    },
+    "QueueList": {
+        "type": "object",
+        "properties": {
+            "queues": {"type": "array", "items": {"$ref": "#/components/schemas/Queue"}}
+        },
+    },
+    "OpenAPI": {"type": "object", "description": "This document."},
+    "Error": {
+        "type": "object",
+        "required": ["error", "message"],
+        "properties": {
+            "error": {"type": "string", "description": "A short code, e.g. `not_found`."},
+            "message": {"type": "string", "description": "What went wrong, for people."},
+        },
+    },
+}
+
+#: Every error status the routes answer, with its meaning.
+ERRORS: dict[int, str] = {
+    400: "A bad filter, body or name.",
+    401: "Not logged in: ADMIN_PERMISSION refused a request with no authenticated user.",
+    403: "Logged in, but ADMIN_PERMISSION refused the request (or the CSRF check failed).",
+    404: "No such job, cron entry or route.",
+    WRONG_METHOD: "This path does not answer that method; `Allow` lists those it answers.",
+    503: "The jobs store did not answer; try again after `Retry-After` seconds.",
+}
+SUCCESS: dict[int, str] = {200: "OK", 204: "Done; no body."}
+
+
+def _parameter(param: Param) -> dict[str, Any]:
+    return {
+        "name": param.name,
+        "in": param.location,
+        "required": param.required,
+        "description": param.description,
+        "schema": dict(param.schema),
+    }
+
+
+def _response(status: int, body: str | None) -> dict[str, Any]:
+    if status in SUCCESS:
+        response: dict[str, Any] = {"description": SUCCESS[status]}
+        if body is not None:
+            response["content"] = {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}
+            }
+        return response
+    response = {
+        "description": ERRORS[status],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+    if status == 503:
+        response["headers"] = {
+            "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}
+        }
+    if status == WRONG_METHOD:
+        response["headers"] = {
+            "Allow": {"schema": {"type": "string"}, "description": "The methods answered."}
+        }
+    return response
+
+
+def _path_item(route: Route) -> dict[str, Any]:
+    item: dict[str, Any] = {"x-allow": list(route.methods)}
+    if route.params:
+        item["parameters"] = [_parameter(p) for p in route.params]
+    for operation in route.operations:
+        responses = {
+            str(status): _response(status, operation.body) for status in operation.statuses
+        }
+        spec: dict[str, Any] = {
+            "operationId": operation.handler,
+            "summary": operation.summary,
+            "responses": responses,
+        }
+        if operation.query:
+            spec["parameters"] = [_parameter(p) for p in operation.query]
+        item[operation.method.lower()] = spec
+    return item
+
+
+@functools.cache
+def _document() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "anole_jobs admin",
+            "version": "1",
+            "description": (
+                "The operator's routes of anole_jobs: jobs, counts, cron entries and queues. "
+                "Every request must pass ANOLE_JOBS['ADMIN_PERMISSION'] (default: an active "
+                "staff user); with session authentication, POST and DELETE need Django's CSRF "
+                "token. Every path answers 405 (with `Allow`) to a method it does not list."
+            ),
+        },
+        "paths": {route.openapi_path: _path_item(route) for route in ROUTES},
+        "components": {
+            "schemas": SCHEMAS,
+            "responses": {
+                "MethodNotAllowed": _response(WRONG_METHOD, None),
+                **{f"Status{status}": _response(status, None) for status in COMMON_STATUSES},
+            },
+        },
+    }
+
+
+def document(*, server_url: str = "/") -> dict[str, Any]:
+    """The document, its server URL set to where the routes are mounted."""
+    doc = copy.deepcopy(_document())
+    doc["servers"] = [{"url": server_url}]
+    return doc

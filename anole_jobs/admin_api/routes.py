@@ -1,0 +1,287 @@
+"""The one description of the admin routes: the URLconf (`urls`) and the OpenAPI document
+(`openapi`) are both built from `ROUTES`, so they cannot drift apart.
+
+Paths are Django `path()` patterns relative to where ``include("anole_jobs.urls")`` is mounted,
+exactly as SPEC §13 writes them: no trailing slash. Handlers are named (functions of `views`),
+so this module imports nothing of Django's request machinery.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES
+
+#: Statuses every operation may answer: not logged in, not permitted, store unreachable.
+COMMON_STATUSES = (401, 403, 503)
+#: What a wrong method on a known path gets (with an ``Allow`` header), on every path.
+WRONG_METHOD = 405
+
+
+@dataclass(frozen=True, kw_only=True)
+class Param:
+    """A path or query parameter, with its JSON Schema."""
+
+    name: str
+    location: str  # "path" or "query"
+    description: str
+    schema: Mapping[str, Any]
+    required: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Operation:
+    """One method on one path: its handler (a function of `views`), its success status and
+    body (a schema name of `openapi.SCHEMAS`, None for no body), and its other statuses."""
+
+    method: str
+    handler: str
+    summary: str
+    ok: int = 200
+    body: str | None = None
+    errors: tuple[int, ...] = ()
+    query: tuple[Param, ...] = ()
+
+    @property
+    def statuses(self) -> tuple[int, ...]:
+        return tuple(sorted({self.ok, *self.errors, *COMMON_STATUSES}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Route:
+    path: str  # a Django path() pattern
+    name: str
+    operations: tuple[Operation, ...]
+    params: tuple[Param, ...] = field(default=())
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The methods this path answers; HEAD goes with GET, as everywhere in Django."""
+        methods = [op.method for op in self.operations]
+        if "GET" in methods:
+            methods.append("HEAD")
+        return tuple(methods)
+
+    def operation(self, method: str) -> Operation | None:
+        wanted = "GET" if method == "HEAD" else method
+        return next((op for op in self.operations if op.method == wanted), None)
+
+    @property
+    def openapi_path(self) -> str:
+        """``jobs/<str:job_id>`` as ``/jobs/{job_id}``."""
+        return "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", self.path)
+
+
+JOB_ID = Param(
+    name="job_id",
+    location="path",
+    description="The job's id; an unknown or malformed id answers 404.",
+    schema={"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+    required=True,
+)
+CRON_NAME = Param(
+    name="name",
+    location="path",
+    description="The name of a `CRON` entry.",
+    schema={"type": "string", "minLength": 1},
+    required=True,
+)
+QUEUE_NAME = Param(
+    name="name",
+    location="path",
+    description="A queue name; any queue may be paused, configured or not.",
+    schema={"type": "string", "minLength": 1},
+    required=True,
+)
+LIST_FILTERS = (
+    Param(
+        name="state",
+        location="query",
+        description="Only jobs in this state.",
+        schema={"type": "string", "enum": list(STATES)},
+    ),
+    Param(
+        name="queue",
+        location="query",
+        description="Only jobs of this queue.",
+        schema={"type": "string", "minLength": 1},
+    ),
+    Param(
+        name="kind",
+        location="query",
+        description="Only jobs of this kind.",
+        schema={"type": "string", "minLength": 1},
+    ),
+    Param(
+        name="limit",
+        location="query",
+        description=f"Jobs per page (default 100; more than {LIST_LIMIT_MAX} reads as "
+        f"{LIST_LIMIT_MAX}).",
+        schema={"type": "integer", "minimum": 1, "default": 100},
+    ),
+    Param(
+        name="after",
+        location="query",
+        description="The `next_after` of the previous page: only jobs with a smaller id.",
+        schema={"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+    ),
+)
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        path="jobs",
+        name="jobs",
+        operations=(
+            Operation(
+                method="GET",
+                handler="list_jobs",
+                summary="List jobs, newest first, one page at a time",
+                body="JobPage",
+                errors=(400,),
+                query=LIST_FILTERS,
+            ),
+        ),
+    ),
+    Route(
+        path="jobs/<str:job_id>",
+        name="job",
+        params=(JOB_ID,),
+        operations=(
+            Operation(
+                method="GET", handler="get_job", summary="One job", body="Job", errors=(404,)
+            ),
+            Operation(
+                method="DELETE",
+                handler="delete_job",
+                summary="Delete a job, whatever its state",
+                ok=204,
+                errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="jobs/<str:job_id>/retry",
+        name="job-retry",
+        params=(JOB_ID,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="retry_job",
+                summary="Make a job available now (a running worker's later writes are fenced)",
+                body="Job",
+                errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="jobs/<str:job_id>/cancel",
+        name="job-cancel",
+        params=(JOB_ID,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="cancel_job",
+                summary="Cancel a waiting or running job (a finished one is left as it is)",
+                body="Job",
+                errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="counts",
+        name="counts",
+        operations=(
+            Operation(
+                method="GET",
+                handler="get_counts",
+                summary="Jobs counted per queue and state",
+                body="Counts",
+            ),
+        ),
+    ),
+    Route(
+        path="cron",
+        name="cron",
+        operations=(
+            Operation(
+                method="GET",
+                handler="list_cron",
+                summary="The CRON entries with their next and last ticks",
+                body="CronList",
+            ),
+        ),
+    ),
+    Route(
+        path="cron/<anole_name:name>/trigger",
+        name="cron-trigger",
+        params=(CRON_NAME,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="trigger_cron",
+                summary="Enqueue a CRON entry's job now, outside its schedule",
+                body="Enqueued",
+                errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="queues",
+        name="queues",
+        operations=(
+            Operation(
+                method="GET",
+                handler="list_queues",
+                summary="Every known queue: paused or not, and its jobs per state",
+                body="QueueList",
+            ),
+        ),
+    ),
+    Route(
+        path="queues/<anole_name:name>/pause",
+        name="queue-pause",
+        params=(QUEUE_NAME,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="pause_queue",
+                summary="Pause a queue: no instance claims its jobs until it is resumed",
+                body="Queue",
+                errors=(400,),
+            ),
+        ),
+    ),
+    Route(
+        path="queues/<anole_name:name>/resume",
+        name="queue-resume",
+        params=(QUEUE_NAME,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="resume_queue",
+                summary="Resume a paused queue; its workers are woken at once",
+                body="Queue",
+                errors=(400,),
+            ),
+        ),
+    ),
+    Route(
+        path="openapi.json",
+        name="openapi",
+        operations=(
+            Operation(
+                method="GET",
+                handler="openapi_document",
+                summary="This OpenAPI 3.1 document",
+                body="OpenAPI",
+            ),
+        ),
+    ),
+)
+#: The path converter of queue and cron names (any characters; registered by `urls`).
+NAME_CONVERTER = "anole_name"
+#: The name of the catch-all route: any other path under the mount answers 404 JSON.
+FALLBACK = "not-found"

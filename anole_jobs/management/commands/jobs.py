@@ -1,0 +1,321 @@
+"""`manage.py jobs SUBCOMMAND`: the admin calls from a shell (R37).
+
+Tables for people by default (aligned columns, times relative to now, errors shortened);
+``--json`` prints exactly what the matching admin route answers (the same `payloads`
+functions build both), one JSON document per line. An unknown id or name exits 1 with one
+line on stderr per miss; bad arguments exit 2 (argparse); a store that does not answer exits 1
+with one line. This module only parses arguments, calls the `jobs` facade and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import InterfaceError, OperationalError
+
+from anole_jobs.admin_api import payloads
+from anole_jobs.api import jobs
+from anole_jobs.errors import InvalidJob, StoreUnavailable
+from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
+
+MAX_ID = 2**63 - 1
+ERROR_WIDTH = 50
+
+
+def job_id(text: str) -> int:
+    """An argparse type: a job id (a positive integer)."""
+    if not text.isdigit() or not 1 <= int(text[:20]) <= MAX_ID:
+        raise argparse.ArgumentTypeError(f"not a job id (a positive integer): {text!r}")
+    return int(text)
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text[:20]) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return min(int(text[:20]), LIST_LIMIT_MAX)
+
+
+def relative(moment: datetime | None, now: datetime) -> str:
+    """``3m ago`` / ``in 2h`` / ``-``."""
+    if moment is None:
+        return "-"
+    seconds = (moment - now).total_seconds()
+    size = abs(seconds)
+    for unit, length in (("d", 86400), ("h", 3600), ("m", 60)):
+        if size >= length:
+            amount = f"{int(size // length)}{unit}"
+            break
+    else:
+        amount = f"{int(size)}s"
+    if size < 1:
+        return "now"
+    return f"in {amount}" if seconds > 0 else f"{amount} ago"
+
+
+def shorten(text: str, width: int = ERROR_WIDTH) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Aligned columns; the last one is not padded."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        padded = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
+        lines.append("  ".join([*padded, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def last_error(record: JobRecord) -> str:
+    if not record.errors:
+        return ""
+    error = record.errors[-1]
+    return shorten(f"{error.get('type', '')}: {error.get('message', '')}")
+
+
+def _constant(text: str) -> Callable[[], str]:
+    return lambda: text
+
+
+class Command(BaseCommand):
+    help = "Look at and operate anole_jobs jobs, queues and cron entries."
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        commands = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+
+        def sub(name: str, help: str) -> argparse.ArgumentParser:
+            command = commands.add_parser(name, help=help, description=help)
+            command.add_argument(
+                "--json", action="store_true", help="print what the matching HTTP route answers"
+            )
+            return command
+
+        listing = sub("list", "jobs, newest first")
+        listing.add_argument("--state", choices=STATES)
+        listing.add_argument("--queue")
+        listing.add_argument("--kind")
+        listing.add_argument("--limit", type=positive, default=100, help="default 100, max 1000")
+        listing.add_argument("--after", type=job_id, help="ids below this one (the next page)")
+        sub("show", "one job in full").add_argument("id", type=job_id)
+        sub("counts", "jobs per queue and state")
+        sub("queues", "every queue: paused or not, and its jobs per state")
+        for name, what in (
+            ("retry", "make jobs available now"),
+            ("cancel", "cancel waiting or running jobs"),
+            ("delete", "delete jobs"),
+        ):
+            sub(name, what).add_argument("ids", type=job_id, nargs="+", metavar="ID")
+        sub("pause", "stop every worker claiming a queue's jobs").add_argument("queue")
+        sub("resume", "let workers claim a paused queue's jobs again").add_argument("queue")
+        sub("cron", "the CRON entries with their next and last ticks")
+        sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.as_json = bool(options.get("json"))
+        action = getattr(self, "do_" + options["subcommand"].replace("-", "_"))
+        try:
+            action(options)
+        except (StoreUnavailable, OperationalError, InterfaceError) as exc:
+            hint = " (run manage.py migrate)" if "no such table" in str(exc) else ""
+            raise CommandError(
+                f"the jobs store did not answer: {exc}{hint}", returncode=1
+            ) from None
+        except InvalidJob as exc:
+            raise CommandError(str(exc), returncode=1) from None
+
+    # -- output ----------------------------------------------------------------------------
+    def emit(self, payload: Any, human: Callable[[], str]) -> None:
+        if self.as_json:
+            self.stdout.write(json.dumps(payload))
+        else:
+            self.stdout.write(human())
+
+    def now(self) -> datetime:
+        return jobs.service.clock()
+
+    def job_rows(self, records: Sequence[JobRecord]) -> str:
+        now = self.now()
+        return table(
+            ("ID", "KIND", "QUEUE", "STATE", "ATTEMPT", "SCHEDULED", "FINISHED", "LAST ERROR"),
+            [
+                (
+                    r.id,
+                    r.kind,
+                    r.queue,
+                    r.state,
+                    f"{r.attempt}/{r.max_attempts}",
+                    relative(r.scheduled_at, now),
+                    relative(r.finished_at, now),
+                    last_error(r),
+                )
+                for r in records
+            ],
+        )
+
+    # -- subcommands -----------------------------------------------------------------------
+    def do_list(self, options: dict[str, Any]) -> None:
+        limit = options["limit"]
+        records = jobs.list(
+            state=options["state"],
+            queue=options["queue"],
+            kind=options["kind"],
+            limit=limit,
+            after=options["after"],
+        )
+
+        def human() -> str:
+            if not records:
+                return "no jobs"
+            text = self.job_rows(records)
+            if len(records) >= limit:
+                text += f"\nmore: --after {records[-1].id}"
+            return text
+
+        self.emit(payloads.job_page(records, limit=limit), human)
+
+    def do_show(self, options: dict[str, Any]) -> None:
+        record = jobs.get(options["id"])
+        if record is None:
+            raise CommandError(f"no job with id {options['id']}", returncode=1)
+        self.emit(payloads.job(record), lambda: self.describe(record))
+
+    def describe(self, record: JobRecord) -> str:
+        now = self.now()
+        lines = [
+            f"job {record.id}  {record.kind}  ({record.state})",
+            f"queue         {record.queue}",
+            f"priority      {record.priority}",
+            f"attempt       {record.attempt} of {record.max_attempts}",
+            f"created       {relative(record.created_at, now)}  ({record.created_at.isoformat()})",
+            f"scheduled     {relative(record.scheduled_at, now)}",
+            f"attempted     {relative(record.attempted_at, now)}",
+            f"finished      {relative(record.finished_at, now)}",
+        ]
+        if record.unique_key:
+            lines.append(f"unique key    {record.unique_key}")
+        lines.append("args          " + json.dumps(record.args, indent=2).replace("\n", "\n  "))
+        lines.append("meta          " + json.dumps(record.meta, indent=2).replace("\n", "\n  "))
+        for error in record.errors:
+            lines.append(
+                f"error (attempt {error.get('attempt')}, {error.get('at')}): "
+                f"{error.get('type')}: {error.get('message')}"
+            )
+            traceback = str(error.get("traceback") or "").rstrip()
+            if traceback:
+                lines.extend("    " + line for line in traceback.splitlines())
+        return "\n".join(lines)
+
+    def each_job(self, ids: Sequence[int], call: Callable[[int], Any], verb: str) -> None:
+        missing = []
+        for job in ids:
+            result = call(job)
+            if result is None or result is False:
+                missing.append(job)
+                continue
+            if result is True:  # delete: the route answers 204, no body
+                if not self.as_json:
+                    self.stdout.write(f"job {job} deleted")
+                continue
+            self.emit(payloads.job(result), _constant(f"job {result.id} {verb}: {result.state}"))
+        for job in missing:
+            self.stderr.write(f"no job with id {job}")
+        if missing:
+            raise SystemExit(1)
+
+    def do_retry(self, options: dict[str, Any]) -> None:
+        self.each_job(options["ids"], jobs.retry, "retried")
+
+    def do_cancel(self, options: dict[str, Any]) -> None:
+        self.each_job(options["ids"], jobs.cancel, "cancelled")
+
+    def do_delete(self, options: dict[str, Any]) -> None:
+        self.each_job(options["ids"], jobs.delete, "deleted")
+
+    def do_counts(self, options: dict[str, Any]) -> None:
+        counts = payloads.counts(jobs.counts())
+        states = [s for s in STATES if any(s in per for per in counts.values())]
+        self.emit(
+            counts,
+            lambda: (
+                table(
+                    ("QUEUE", *(s.upper() for s in states)),
+                    [(q, *(per.get(s, 0) for s in states)) for q, per in counts.items()],
+                )
+                if counts
+                else "no jobs"
+            ),
+        )
+
+    def queue_line(self, name: str, paused: bool, counts: dict[str, int]) -> tuple[str, ...]:
+        summary = ", ".join(f"{n} {state}" for state, n in counts.items()) or "no jobs"
+        return (name, "paused" if paused else "running", summary)
+
+    def do_queues(self, options: dict[str, Any]) -> None:
+        records = jobs.queues()
+        self.emit(
+            payloads.queues(records),
+            lambda: table(
+                ("QUEUE", "STATUS", "JOBS"),
+                [self.queue_line(q.name, q.paused, dict(q.counts)) for q in records],
+            ),
+        )
+
+    def _queue(self, record: Any) -> None:
+        self.emit(
+            payloads.queue(record),
+            lambda: "queue {}: {} ({})".format(
+                *self.queue_line(record.name, record.paused, dict(record.counts))
+            ),
+        )
+
+    def do_pause(self, options: dict[str, Any]) -> None:
+        self._queue(jobs.pause(options["queue"]))
+
+    def do_resume(self, options: dict[str, Any]) -> None:
+        self._queue(jobs.resume(options["queue"]))
+
+    def do_cron(self, options: dict[str, Any]) -> None:
+        records = jobs.cron_list()
+        now = self.now()
+        self.emit(
+            payloads.cron(records),
+            lambda: (
+                table(
+                    ("NAME", "SCHEDULE", "TIMEZONE", "NEXT", "LAST TICK", "LAST JOB"),
+                    [
+                        (
+                            r.name,
+                            r.schedule,
+                            r.timezone,
+                            relative(r.next_run_at, now),
+                            relative(r.last_tick_at, now),
+                            r.last_job_id or "-",
+                        )
+                        for r in records
+                    ],
+                )
+                if records
+                else "no cron entries (ANOLE_JOBS['CRON'])"
+            ),
+        )
+
+    def do_cron_trigger(self, options: dict[str, Any]) -> None:
+        try:
+            result = jobs.cron_trigger(options["name"])
+        except LookupError as exc:
+            raise CommandError(str(exc), returncode=1) from None
+        self.emit(
+            payloads.enqueued(result),
+            lambda: (
+                f"enqueued job {result.id} for cron entry {options['name']}"
+                + ("" if result.inserted else " (a unique duplicate: the job already waiting)")
+            ),
+        )
