@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import POLL, Backend, Spec
+from tests.e2e.conftest import OUTPUT, RECHECK, Backend, Spec
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,8 @@ def stays(backend: Backend, ids: list[int], state: str, seconds: float = WATCH) 
         records = backend.jobs(ids)
         moved = {i: r["state"] for i, r in records.items() if r["state"] != state}
         assert not moved, f"jobs left {state!r} while paused: {moved}"
-        time.sleep(POLL)
+        # Look again when a worker prints something (a claim would), or every RECHECK s.
+        OUTPUT.wait_after(OUTPUT.seen(), min(RECHECK, max(0.0, deadline - time.monotonic())))
 
 
 def pause(backend: Backend, queue: str) -> None:
