@@ -286,7 +286,7 @@ class Cluster:
             return not self.unfinished()
 
         try:
-            wait_until(settled, "every job to reach a final state", timeout, poll=0.25)
+            wait_until(settled, "every job to reach a final state", timeout, recheck=0.25)
         except AssertionError as exc:
             left = self.unfinished()
             raise AssertionError(
@@ -318,7 +318,7 @@ class Cluster:
             fresh = [r for r in records[since:] if r["e"] == "start"]
             return len(records) if len(fresh) >= count else 0
 
-        return int(wait_until(started, f"{count} handler starts", timeout, poll=0.05))
+        return int(wait_until(started, f"{count} handler starts", timeout, recheck=0.05))
 
 
 #: Kill points (`tests.chaos.apps`) a replacement process may be armed with, N-th pass each.

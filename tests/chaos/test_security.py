@@ -30,6 +30,15 @@ REVIEWED_IMPORTS = {
     "conf.py": "CLOCK and ADMIN_PERMISSION: dotted paths from settings",
     "checks.py": "ADMIN_PERMISSION: a dotted path from settings",
     "maintenance/cron.py": "a CRON entry's job class: a dotted path from settings",
+    "schedules.py": "a CRON entry's job class: a dotted path from settings",
+    "admin_api/permissions.py": "ADMIN_PERMISSION: a dotted path from settings",
+    "dashboard/access.py": "ADMIN_PERMISSION: a dotted path from settings",
+    "apps.py": "anole_jobs.tasks.calls, a constant, when TASKS names the backend",
+    "tasks/calls.py": (
+        "a django.tasks job's module path comes from its payload, as the tasks API requires: "
+        "only modules of installed apps (or already imported) are imported, and only a Task "
+        "whose module_path is that path runs (tests/contract/test_tasks_backend.py)"
+    ),
     "stores/redis/__init__.py": "the CACHES entry's BACKEND: a dotted path from settings",
     "tasks/compat.py": "django.tasks or its backport: module names from constants",
 }

@@ -156,6 +156,17 @@ ANOLE_JOBS = {{
     "CLOCK": "docs_clock.CLOCK",
     "QUEUES": {{"default": {{}}, "mail": {{}}, "reports": {{}}}},
 }}
+# Django's tasks framework on anole_jobs (docs/tasks.md), with the queues the pages use.
+TASKS = {{
+    "default": {{
+        "BACKEND": "anole_jobs.tasks.AnoleBackend",
+        "QUEUES": ["default", "mail", "reports"],
+    }}
+}}
+import django
+
+if django.VERSION < (6,):
+    INSTALLED_APPS.append("django_tasks")  # the backport is an app of its own
 """
 
 
