@@ -227,7 +227,11 @@ def _processor_shut_down(processor: object) -> bool:
     return getattr(inner, "_shutdown", False) is True
 
 
-def _stored_context(meta: Mapping[str, Any]) -> tuple[str, str | None] | None:
+def _stored_context(meta: object) -> tuple[str, str | None] | None:
+    # A stored row's meta is not trusted to be an object: a malformed one carries no context
+    # (and the run goes on to be discarded for its own reasons), never an error here.
+    if not isinstance(meta, Mapping):
+        return None
     parent = meta.get("traceparent")
     if not isinstance(parent, str) or not TRACEPARENT_RE.match(parent):
         return None
