@@ -6,6 +6,7 @@ pruning) and uses the admin calls — and everything works.
 
 from __future__ import annotations
 
+import re
 import signal
 import uuid
 from collections.abc import Iterator
@@ -18,14 +19,18 @@ from tests.e2e.conftest import RUN_ID, Backend, Spec, _pg_connect, base_env, man
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.needs("postgres")]
 
-#: Exactly the statements of docs/deployment.md ("A PostgreSQL role for the app").
-GRANTS = """
-GRANT CONNECT ON DATABASE {database} TO {role};
-GRANT USAGE ON SCHEMA public TO {role};
-GRANT SELECT, INSERT, UPDATE, DELETE ON anole_jobs_job, anole_jobs_leader, anole_jobs_cron
-    TO {role};
-GRANT USAGE, SELECT ON SEQUENCE anole_jobs_job_id_seq TO {role};
-"""
+DEPLOYMENT_DOC = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
+
+
+def documented_grants() -> str:
+    """The SQL block of docs/deployment.md that grants the app's role its privileges, with its
+    example names (`mydb`, `myapp`) as placeholders: the test runs exactly what users read."""
+    blocks = re.findall(r"```sql\n(.*?)```", DEPLOYMENT_DOC.read_text(), flags=re.S)
+    (grants,) = [block for block in blocks if "GRANT CONNECT ON DATABASE" in block]
+    return grants.replace("mydb", "{database}").replace("myapp", "{role}")
+
+
+GRANTS = documented_grants()
 
 
 @pytest.fixture
