@@ -17,7 +17,7 @@ from tests.chaos.harness import Cluster
 from tests.chaos.servers import OwnedRedis
 from tests.conftest import require
 from tests.e2e import conftest as e2e
-from tests.e2e.conftest import RUN_ID, _pg_connect, base_env, manage, store_reader
+from tests.e2e.conftest import RUN_ID, store_reader
 
 # The end-to-end fixtures, shared by name (a `pg_database` of our own is below).
 backend = e2e.backend
@@ -29,25 +29,8 @@ e2e_tmp = e2e.e2e_tmp
 
 @pytest.fixture(scope="session")
 def pg_database(e2e_tmp: Path) -> Iterator[str]:
-    require("postgres")
-    name = f"anole_chaos_{RUN_ID}"
-    with _pg_connect("postgres") as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        manage(
-            base_env(
-                ANOLE_E2E_STORE="postgres",
-                ANOLE_E2E_PG_DB=name,
-                ANOLE_E2E_SQLITE=str(e2e_tmp / "pg-default.sqlite3"),
-            ),
-            "migrate",
-            "--noinput",
-        )
+    with e2e.migrated_pg_database(f"anole_chaos_{RUN_ID}", e2e_tmp) as name:
         yield name
-    finally:
-        with _pg_connect("postgres") as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

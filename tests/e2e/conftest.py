@@ -17,6 +17,7 @@ changes that print nothing, such as a lock held in the database.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -413,11 +414,11 @@ def _pg_connect(dbname: str) -> Any:
     )
 
 
-@pytest.fixture(scope="session")
-def pg_database(e2e_tmp: Path) -> Iterator[str]:
-    """``anole_e2e_<run id>``: created and migrated once per session, dropped at the end."""
+@contextlib.contextmanager
+def migrated_pg_database(name: str, e2e_tmp: Path) -> Iterator[str]:
+    """A PostgreSQL database `name`, created (dropped first if a killed run left it) and
+    migrated by `manage.py migrate`; dropped on the way out."""
     require("postgres")
-    name = f"anole_e2e_{RUN_ID}"
     with _pg_connect("postgres") as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -435,6 +436,13 @@ def pg_database(e2e_tmp: Path) -> Iterator[str]:
     finally:
         with _pg_connect("postgres") as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_database(e2e_tmp: Path) -> Iterator[str]:
+    """``anole_e2e_<run id>``: created and migrated once per session, dropped at the end."""
+    with migrated_pg_database(f"anole_e2e_{RUN_ID}", e2e_tmp) as name:
+        yield name
 
 
 BACKENDS = [
