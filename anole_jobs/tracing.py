@@ -291,6 +291,10 @@ def start_run_span(
     if not settings.sample_all and not _sampled(carried):
         # Recorded only when the enqueuer's context was sampled (no context: not recorded).
         return RunSpan(carried)
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # No provider configured (yet): its tracer records nothing, so skip the no-op span
+        # and its context switches; this runs once per job.
+        return RunSpan(carried)
     link = _link(carried) if carried is not None else None
     assert otel_context is not None
     span = _tracer().start_span(

@@ -7,6 +7,7 @@ as the model. One lock guards everything; operations are short and never call ou
 from __future__ import annotations
 
 import copy
+import heapq
 import itertools
 import threading
 from collections.abc import Collection, Mapping, Sequence
@@ -98,6 +99,11 @@ class MemoryStore(Store):
         self._unique: dict[str, int] = {}  # unique key -> id of the row holding it
         # queue -> ids of its available rows: claims must not walk every finished job.
         self._available: dict[str, set[int]] = {}
+        # queue -> a heap of (-priority, scheduled_at, id) in claim order, and the ids that
+        # became available since the last claim (pushed then, with the keys they have then).
+        # The set above is the truth; a heap entry whose row moved on is dropped when popped.
+        self._order: dict[str, list[tuple[int, datetime, int]]] = {}
+        self._unordered: dict[str, list[int]] = {}
         self._leader: tuple[str, datetime] | None = None
         self._cron: dict[str, CronState] = {}
         self._paused: dict[str, datetime] = {}  # queue -> when it was paused
@@ -110,6 +116,44 @@ class MemoryStore(Store):
         row.state = state
         if state == "available":
             self._available.setdefault(row.queue, set()).add(row.id)
+            self._unordered.setdefault(row.queue, []).append(row.id)
+
+    def _claim_order(self, queue: str, kinds: Collection[str] | None, limit: int) -> list[_Row]:
+        """Up to `limit` available rows of `queue` (of `kinds`), highest priority, then
+        oldest `scheduled_at`, then lowest id first: a heap, so a claim costs what it takes,
+        not a sort of the whole backlog."""
+        heap = self._order.setdefault(queue, [])
+        for row_id in self._unordered.pop(queue, ()):
+            row = self._rows.get(row_id)
+            if row is not None:
+                heapq.heappush(heap, (-row.priority, row.scheduled_at, row.id))
+        available = self._available.get(queue, set())
+        taken: list[_Row] = []
+        skipped: list[tuple[int, datetime, int]] = []
+        seen: set[int] = set()
+        while heap and len(taken) < limit:
+            entry = heapq.heappop(heap)
+            row = self._rows.get(entry[2])
+            if row is None or row.id not in available or row.id in seen:
+                continue  # claimed, finished or deleted since it was pushed (or a duplicate)
+            current = (-row.priority, row.scheduled_at, row.id)
+            if entry != current:
+                heapq.heappush(heap, current)  # its key changed since: take it in its place
+                continue
+            seen.add(row.id)
+            if kinds is not None and row.kind not in kinds:
+                skipped.append(entry)  # a kind this worker does not handle stays queued
+            else:
+                taken.append(row)
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+        if len(heap) > 4 * len(available) + 64:
+            # Mostly dead entries (rows deleted or moved on): rebuild from the truth.
+            heap[:] = [
+                (-r.priority, r.scheduled_at, r.id) for r in (self._rows[i] for i in available)
+            ]
+            heapq.heapify(heap)
+        return taken
 
     def _forget(self, row: _Row) -> None:
         self._available.get(row.queue, set()).discard(row.id)
@@ -151,6 +195,7 @@ class MemoryStore(Store):
         self._rows[row.id] = row
         if row.state == "available":
             self._available.setdefault(row.queue, set()).add(row.id)
+            self._unordered.setdefault(row.queue, []).append(row.id)
         if row.unique_key is not None:
             self._unique[row.unique_key] = row.id
         return Inserted(row.id, True)
@@ -181,14 +226,8 @@ class MemoryStore(Store):
         with self._lock:
             if queue in self._paused:
                 return []
-            due = [
-                row
-                for row in (self._rows[i] for i in self._available.get(queue, ()))
-                if kinds is None or row.kind in kinds
-            ]
-            due.sort(key=lambda r: (-r.priority, r.scheduled_at, r.id))
             claimed = []
-            for row in due[: max(limit, 0)]:
+            for row in self._claim_order(queue, kinds, max(limit, 0)):
                 self._set_state(row, "running")
                 row.attempt += 1
                 row.token += 1

@@ -25,8 +25,11 @@ class CancelScope:
     """Whether (and why) a run was cancelled; waits that end early when it is."""
 
     def __init__(self, *, waits: bool = True) -> None:
-        self._event = threading.Event()
         self.reason: Reason | None = None
+        self._cancelled = False
+        # Made on the first wait only: most runs never wait, and an Event (a Condition and
+        # its lock) is the dearest part of a scope; this is built once per job.
+        self._event: threading.Event | None = None
         # Manual mode never waits for time to pass (R35): sleep only checks.
         self._waits = waits
         self._callbacks: list[Callable[[], None]] = []
@@ -42,15 +45,17 @@ class CancelScope:
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self, reason: Reason) -> bool:
         """Cancel for `reason`; the first reason wins. Returns False if already cancelled."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return False
             self.reason = reason
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
             callbacks = list(self._callbacks)
         for callback in callbacks:
             callback()
@@ -59,37 +64,83 @@ class CancelScope:
     def on_cancel(self, callback: Callable[[], None]) -> None:
         """Call `callback` (from the cancelling thread) when the scope is cancelled."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._cancelled:
                 self._callbacks.append(callback)
                 return
         callback()
 
     def check(self) -> None:
-        if not self._event.is_set() and self.deadline is not None and monotonic() >= self.deadline:
+        if not self._cancelled and self.deadline is not None and monotonic() >= self.deadline:
             self.cancel("timeout")
-        if self._event.is_set():
+        if self._cancelled:
             raise Canceled(self.reason or "canceled")
+
+    def _waiter(self) -> threading.Event:
+        with self._lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._cancelled:
+                    self._event.set()
+            return self._event
 
     def sleep(self, delay: timedelta) -> None:
         if self._waits:
+            event = self._waiter()
             end = monotonic() + max(delay.total_seconds(), 0.0)
-            while not self._event.is_set():
+            while not event.is_set():
                 now = monotonic()
                 until = end if self.deadline is None else min(end, self.deadline)
                 if now >= until:
                     break
-                self._event.wait(until - now)
+                event.wait(until - now)
         self.check()
 
     def wait(self, seconds: float) -> bool:
         """Wait up to `seconds` for a cancel; True if cancelled (runtime use, not handlers)."""
-        return self._event.wait(seconds)
+        return self._waiter().wait(seconds)
+
+
+class _QueryChecks(threading.local):
+    """Per thread: whether its connections carry `_check_current_scope` for good (a worker
+    slot's do), and the scope it checks while a handler runs."""
+
+    installed = False
+    scope: CancelScope | None = None
+
+
+_query_checks = _QueryChecks()
+
+
+def _check_current_scope(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+) -> Any:
+    scope = _query_checks.scope
+    if scope is not None:
+        scope.check()
+    return execute(sql, params, many, context)
+
+
+def install_query_checks() -> None:
+    """For a thread that runs handler after handler (a worker slot): add the query check to
+    this thread's connections once, instead of wrapping each connection around each run (a
+    few microseconds per connection per job). `cancel_on_queries` then only sets the scope."""
+    for connection in connections.all():
+        if _check_current_scope not in connection.execute_wrappers:
+            connection.execute_wrappers.append(_check_current_scope)
+    _query_checks.installed = True
 
 
 @contextlib.contextmanager
 def cancel_on_queries(scope: CancelScope) -> Iterator[None]:
     """Raise `Canceled` at the next Django database query of this thread once `scope` is
     cancelled: a sync handler's usual wait (R18)."""
+    if _query_checks.installed:
+        previous, _query_checks.scope = _query_checks.scope, scope
+        try:
+            yield
+        finally:
+            _query_checks.scope = previous
+        return
 
     def wrapper(
         execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any

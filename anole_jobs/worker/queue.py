@@ -1,6 +1,12 @@
-"""One queue's worker pool: a dispatcher that claims in batches sized to the free slots, and
-`concurrency` slot threads that run the attempts (R29, issue 3) and hand each finished attempt
-straight to the completer.
+"""One queue's worker pool: a dispatcher that claims in batches, and `concurrency` slot threads
+that run the attempts (R29, issue 3) and hand each finished attempt straight to the completer.
+
+The pool keeps some jobs **claimed ahead** of its slots, so that a slot that frees finds its
+next job waiting instead of a claim round trip. How many is adaptive: about `AHEAD_SECONDS` of
+this queue's recent work, at least one batch of `concurrency`, at most `AHEAD_MAX`. Slow jobs
+keep one batch ahead; a queue of short jobs keeps enough to cover a claim round trip, claimed
+in batches of at least half of it. That bounds what claiming ahead costs: a job enqueued later
+at a higher priority waits behind at most about `AHEAD_SECONDS` of work.
 
 Slots are daemon threads: a sync handler that never reaches a wait cannot keep the process
 alive past its drain deadline (R28).
@@ -13,10 +19,11 @@ import queue as queue_module
 import threading
 
 from anole_jobs.background import BackgroundThread
+from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
 from anole_jobs.service import Jobs
 from anole_jobs.stores.base import ClaimedJob
-from anole_jobs.worker.cancel import CancelScope
+from anole_jobs.worker.cancel import CancelScope, install_query_checks
 from anole_jobs.worker.completer import Completer
 from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.outcomes import give_back
@@ -25,7 +32,12 @@ from anole_jobs.worker.runs import Run, RunRegistry
 logger = logging.getLogger("anole_jobs.worker")
 
 _STOP = object()
-CLAIM_AHEAD = 1  # batches of `concurrency` claimed beyond the free slots
+#: Seconds of this queue's recent work kept claimed ahead of the slots (see the docstring).
+AHEAD_SECONDS = 0.02
+#: The most jobs a pool keeps claimed ahead, whatever its rate.
+AHEAD_MAX = 1000
+#: How quickly the measured rate follows a change (weight of the newest measurement).
+RATE_WEIGHT = 0.3
 
 
 class Dispatcher(BackgroundThread):
@@ -50,14 +62,14 @@ class Dispatcher(BackgroundThread):
             # This thread's connection only claims (and gives back): R22 makes a lost claim safe.
             store.relax_claim_durability()
             self.relaxed = True
-        free = pool.free_slots()
-        if free <= 0:
-            return pool.poll_interval
+        wanted = pool.wanted()
+        if wanted <= 0:
+            return pool.poll_interval  # a slot wakes us when the pool runs low
         now = pool.service.clock()
         claimed = store.claim(
             pool.name,
             kinds=pool.service.registry.handled_kinds(),
-            limit=free,
+            limit=wanted,
             now=now,
             lease_until=now + pool.service.settings.lease,
             worker=pool.worker_name,
@@ -66,10 +78,9 @@ class Dispatcher(BackgroundThread):
             # Stopped between the claim and now: give the jobs back (attempt not counted).
             pool.give_back(claimed)
             return 0.0
-        for job in claimed:
-            pool.hand_out(job)
-        if claimed and len(claimed) == free:
-            return 0.0  # there may be more: claim again as soon as a slot frees
+        pool.hand_out(claimed)
+        if claimed and len(claimed) == wanted:
+            return 0.0  # there may be more: claim again once the pool runs low
         return pool.poll_interval
 
 
@@ -94,8 +105,12 @@ class QueueWorker:
         self.worker_name = worker_name
         self.poll_interval = poll_interval
         self._inbox: queue_module.SimpleQueue[object] = queue_module.SimpleQueue()
-        self._busy = 0
+        self._busy = 0  # claimed and not yet finished: running, or waiting in the inbox
         self._busy_lock = threading.Lock()
+        self._finished = 0  # runs ended since the pool started (for the rate)
+        self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
+        self._rate = 0.0  # jobs per second, smoothed
+        self.ahead = config.concurrency  # jobs kept claimed beyond the slots (adaptive)
         self.subscription = service.store.subscribe([config.name])
         self.dispatcher = Dispatcher(self)
         self._threads: list[threading.Thread] = []
@@ -135,21 +150,43 @@ class QueueWorker:
             self._inbox.put(_STOP)
 
     # -- dispatching -----------------------------------------------------------------------
-    def free_slots(self) -> int:
-        """How many more jobs to claim: the slots, plus one batch claimed ahead so a slot that
-        frees finds its next job waiting instead of a claim round trip (River prefetches too;
-        the cost: `attempted_at` is the claim time, and a newer higher-priority job can wait
-        behind at most one batch)."""
+    def wanted(self) -> int:
+        """How many jobs to claim now: enough to fill the slots and the claimed-ahead reserve,
+        but nothing while the pool still holds more than half of its reserve (so claims come
+        in batches, not one per finished job)."""
+        self._update_ahead()
         with self._busy_lock:
-            return self.config.concurrency * (1 + CLAIM_AHEAD) - self._busy
+            busy = self._busy
+        if busy > self.low_water():
+            return 0
+        return self.config.concurrency + self.ahead - busy
 
-    def hand_out(self, job: ClaimedJob) -> None:
+    def low_water(self) -> int:
+        return self.config.concurrency + self.ahead // 2
+
+    def _update_ahead(self) -> None:
+        now = monotonic()
         with self._busy_lock:
-            self._busy += 1
-        # Registered before a slot takes it, so a drain never misses it.
-        run = Run(job, CancelScope())
-        self.runs.add(run)
-        self._inbox.put(run)
+            finished = self._finished
+        since = self._rate_since
+        self._rate_since = (now, finished)
+        if since is None or now <= since[0]:
+            return
+        rate = (finished - since[1]) / (now - since[0])
+        self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
+        concurrency = self.config.concurrency
+        self.ahead = max(concurrency, min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS)))
+
+    def hand_out(self, claimed: list[ClaimedJob]) -> None:
+        if not claimed:
+            return
+        with self._busy_lock:
+            self._busy += len(claimed)
+        for job in claimed:
+            # Registered before a slot takes it, so a drain never misses it.
+            run = Run(job, CancelScope())
+            self.runs.add(run)
+            self._inbox.put(run)
 
     def give_back(self, claimed: list[ClaimedJob]) -> None:
         """Put claimed jobs that never started back (fenced, attempt not counted)."""
@@ -157,9 +194,15 @@ class QueueWorker:
         self.service.store.finish([give_back(job.run, now) for job in claimed])
 
     def _release(self, run: Run) -> None:
+        """A run left its slot (or the inbox): when that brings the pool down to its low
+        water, wake the dispatcher to claim the next batch (once per batch, not per job)."""
         self.runs.remove(run)
         with self._busy_lock:
             self._busy -= 1
+            self._finished += 1
+            low = self._busy == self.low_water()
+        if low:
+            self.service.store.wakeups.wake([self.name])
 
     # -- running ---------------------------------------------------------------------------
     def _slot(self) -> None:
@@ -167,6 +210,8 @@ class QueueWorker:
 
         from anole_jobs.background import close_connections
 
+        install_query_checks()
+        close_old_connections()  # as a request starts; after that, once after each run
         while True:
             item = self._inbox.get()
             if item is _STOP:
@@ -178,8 +223,6 @@ class QueueWorker:
                 self._release(run)
                 continue
             try:
-                # As around a request: drop connections that broke or outlived CONN_MAX_AGE.
-                close_old_connections()
                 run.span = self.executor.start_span(run.claimed)
                 attempt = self.executor.run(run.claimed, run.scope, run.span)
                 run.finish_by_handler(lambda: self.completer.submit(attempt))  # noqa: B023
@@ -188,8 +231,8 @@ class QueueWorker:
                     "job %s: the runtime failed around its handler", run.claimed.record.id
                 )
             finally:
+                # As a request ends: drop connections that broke or outlived CONN_MAX_AGE
+                # (which also readies the health check of CONN_HEALTH_CHECKS for the next run).
                 close_old_connections()
                 self._release(run)
-                # A slot is free: let the dispatcher claim again without waiting for a poll.
-                self.service.store.wakeups.wake([self.name])
         close_connections()

@@ -189,6 +189,111 @@ def test_claims_in_batches_sized_to_the_free_slots(rt: Runtime) -> None:
     assert calls[0] == (6, 3)
 
 
+class FakeMonotonic:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def idle_pool(monkeypatch: pytest.MonkeyPatch, concurrency: int) -> tuple[Any, FakeMonotonic]:
+    """A queue's pool, not started, whose rate is measured on a clock the test moves."""
+    from anole_jobs.conf import QueueConfig
+    from anole_jobs.worker import queue as worker_queue
+    from anole_jobs.worker.runs import RunRegistry
+
+    clock = FakeMonotonic()
+    monkeypatch.setattr(worker_queue, "monotonic", clock)
+    pool = worker_queue.QueueWorker(
+        jobs.service,
+        QueueConfig(name="default", concurrency=concurrency),
+        executor=None,  # type: ignore[arg-type]
+        completer=None,  # type: ignore[arg-type]
+        runs=RunRegistry(),
+        worker_name="test",
+        poll_interval=1.0,
+    )
+    return pool, clock
+
+
+def finish(pool: Any, count: int) -> None:
+    """`count` runs of the pool end (what a slot does after each run)."""
+    for run in [*pool.runs][:count]:
+        pool._release(run)
+
+
+def test_claim_ahead_follows_the_queue_rate_within_its_bounds(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anole_jobs.worker.queue import AHEAD_MAX, AHEAD_SECONDS
+
+    pool, clock = idle_pool(monkeypatch, concurrency=10)
+    jobs.enqueue_many([Work() for _ in range(5000)])
+    # No rate yet: the slots and one batch ahead.
+    assert pool.wanted() == 20
+    # Slow jobs (1 per second): still one batch ahead, never less.
+    pool.hand_out(claim(20))
+    clock.now += 1.0
+    finish(pool, 1)
+    assert pool.wanted() == 0  # 19 held: more than the low water (10 + 10 // 2)
+    assert pool.ahead == 10
+    # A fast queue: 2,000 jobs/s keeps AHEAD_SECONDS of them claimed ahead.
+    finish(pool, 19)
+    pool._rate = 0.0  # forget the slow past: the next measurement stands alone
+    pool._finished += 2000 - 19
+    clock.now += 1.0
+    expected = int(2000 * AHEAD_SECONDS)
+    assert pool.wanted() == 10 + expected and pool.ahead == expected
+    # A faster one is capped.
+    pool._rate = 0.0
+    pool._finished += int(10 * AHEAD_MAX / AHEAD_SECONDS)
+    clock.now += 1.0
+    assert pool.wanted() == 10 + AHEAD_MAX
+
+
+def test_a_slot_wakes_the_dispatcher_once_per_batch_at_the_low_water(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool, _clock = idle_pool(monkeypatch, concurrency=4)
+    jobs.enqueue_many([Work() for _ in range(8)])
+    pool.hand_out(claim(8))  # 4 slots + 4 ahead; low water 4 + 2 = 6
+    woken: list[set[str]] = []
+    wake = pool.service.store.wakeups.wake
+    monkeypatch.setattr(
+        pool.service.store.wakeups, "wake", lambda q: (woken.append(set(q)), wake(q))
+    )
+    finish(pool, 1)
+    assert woken == [] and pool.wanted() == 0  # 7 held
+    finish(pool, 1)
+    assert woken == [{"default"}] and pool.wanted() == 2  # 6 held: claim the next 2 now
+    finish(pool, 6)
+    assert woken == [{"default"}]  # below the low water the dispatcher is already claiming
+
+
+def claim(limit: int) -> list[Any]:
+    now = jobs.service.clock()
+    return jobs.service.store.claim(
+        "default", kinds=None, limit=limit, now=now, lease_until=now, worker="test"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_query_cancel_in_one_run_does_not_reach_the_next_run_of_its_slot(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    # One slot: both runs go through the same thread and its one installed query check.
+    rt.configure(QUEUES={"default": {"concurrency": 1, "drain_timeout": 1}})
+    first = jobs.enqueue(e2e_jobs.QueryPastTimeout(marker=str(tmp_path)), priority=1).id
+    second = jobs.enqueue(e2e_jobs.Query(marker=str(tmp_path))).id
+    jobs.start()
+    (cancelled,) = rt.log.wait_finished(job_id=first)
+    (done,) = rt.log.wait_finished(job_id=second)
+    assert cancelled["outcome"] == "dead" and cancelled["error_type"] == "Timeout"
+    assert done["outcome"] == "completed"
+    assert (tmp_path / f"{second}.1.finished").exists()
+
+
 def test_a_job_enqueued_while_idle_is_woken_at_once_not_polled(rt: Runtime) -> None:
     runtime = jobs.start()
     for worker in runtime.workers:
