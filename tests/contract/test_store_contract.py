@@ -13,7 +13,7 @@ import pytest
 from django.db import connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from anole_jobs import Enqueued, InvalidJob, kind
+from anole_jobs import Enqueued, InvalidJob, Unique, kind
 from anole_jobs.backoff import ceiling
 from anole_jobs.stores.base import Finish, NewJob
 from tests.sampleapp.jobs import CustomBackoff, Orphan, Prioritized, Validated, Work
@@ -390,6 +390,36 @@ def test_rescue_leaves_live_leases_and_finished_jobs_alone(env):
     assert store.finish([Finish(run=claimed.run, state="completed", at=now)]) == [True]
     assert store.rescue(now=now + timedelta(hours=1)) == []
     assert env.jobs.get(job.id).state == "completed"
+
+
+def test_a_claimed_record_is_what_get_returns_right_after(env):
+    # Stores may return less from a claim and fill in what they know (state, attempted_at):
+    # the record a handler sees must still be the stored one, times to the microsecond.
+    from anole_jobs.stores.base import ErrorEntry
+
+    store = env.store
+    env.clock.advance(timedelta(microseconds=123_457))
+    job = env.jobs.enqueue(Work(tag="é"), meta={"k": [1, {"x": None}]}, priority=3)
+    unique = env.jobs.enqueue(Work(tag="u"), unique=Unique(), priority=2)
+    now = env.clock()
+    first = {c.record.id: c for c in claim_at(store, now, limit=5)}
+    assert set(first) == {job.id, unique.id}
+    for claimed in first.values():
+        assert claimed.record == env.jobs.get(claimed.record.id)
+        assert claimed.record.state == "running" and claimed.record.attempted_at == now
+    # A retried job carries its error and its new schedule into the next claim.
+    error = ErrorEntry(at=now, attempt=1, type="Boom", message="ü", traceback="tb")
+    later = now + timedelta(seconds=5, microseconds=1)
+    assert store.finish(
+        [Finish(run=first[job.id].run, state="retrying", at=now, scheduled_at=later, error=error)]
+    ) == [True]
+    env.clock.advance(timedelta(seconds=6))
+    store.stage(now=env.clock())
+    (again,) = claim_at(store, env.clock(), limit=5)
+    assert again.record == env.jobs.get(job.id)
+    assert again.record.scheduled_at == later and again.record.attempt == 2
+    assert [e["type"] for e in again.record.errors] == ["Boom"]
+    assert again.lease_until == env.clock() + timedelta(seconds=30)
 
 
 def test_fencing_uses_the_claim_token_not_only_the_attempt(env):

@@ -206,6 +206,12 @@ class SQLStore(Store):
             unique_key=row[14],
         )
 
+    def claimed_job(self, row: Sequence[Any], now: datetime, lease_until: datetime) -> ClaimedJob:
+        """A row `claim_rows` returned (all of `COLUMNS` unless the vendor returns less)."""
+        return ClaimedJob(
+            record=self.record(row), run=RunRef(row[0], row[7], row[15]), lease_until=lease_until
+        )
+
     def fetch_one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
         with self.cursor() as cursor:
             cursor.execute(sql, params)
@@ -284,14 +290,7 @@ class SQLStore(Store):
             return []
         with self.cursor() as cursor:
             rows = self.claim_rows(cursor, queue, kinds, limit, now, lease_until, worker)
-        claimed = [
-            ClaimedJob(
-                record=self.record(row),
-                run=RunRef(row[0], row[7], row[15]),
-                lease_until=lease_until,
-            )
-            for row in rows
-        ]
+        claimed = [self.claimed_job(row, now, lease_until) for row in rows]
         claimed.sort(key=lambda c: (-c.record.priority, c.record.scheduled_at, c.record.id))
         return claimed
 

@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections, transaction
@@ -24,8 +24,16 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from anole_jobs.conf import Settings
-from anole_jobs.stores.base import Capabilities, Finish, NewJob, Rescued, RunRef
-from anole_jobs.stores.database.base import FINAL, SQLStore, aware_utc, error_json
+from anole_jobs.stores.base import (
+    Capabilities,
+    ClaimedJob,
+    Finish,
+    JobRecord,
+    NewJob,
+    Rescued,
+    RunRef,
+)
+from anole_jobs.stores.database.base import FINAL, SQLStore, aware_utc, decode_json
 from anole_jobs.stores.database.pg_session import AdvisoryLeadership, Listener
 from anole_jobs.stores.wakeups import Subscription
 
@@ -36,6 +44,22 @@ _ISO_LEASE = (
     " || CASE WHEN to_char(j.lease_until, 'US') = '000000' THEN ''"
     " ELSE '.' || to_char(j.lease_until, 'US') END || '+00:00'"
 )
+
+
+#: What a claim returns: only what the record does not already know (its state is running,
+#: `attempted_at` is the claim's `now`), times as integer microseconds since the epoch. Django's
+#: timestamptz loader and `decode_time` in Python were a third of a claimed row's cost.
+CLAIMED_COLUMNS = (
+    "j.id, j.kind, j.queue, j.args, j.meta, j.priority, j.attempt, j.max_attempts, j.errors,"
+    " (extract(epoch FROM j.created_at) * 1000000)::bigint,"
+    " (extract(epoch FROM j.scheduled_at) * 1000000)::bigint,"
+    " (extract(epoch FROM j.finished_at) * 1000000)::bigint, j.unique_key, j.claim_token"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _from_micros(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
 class PostgresStore(SQLStore):
@@ -196,36 +220,70 @@ class PostgresStore(SQLStore):
             f" UPDATE {self.job_table} AS j SET state = 'running', attempt = j.attempt + 1,"
             " claim_token = j.claim_token + 1, attempted_at = %s, lease_until = %s,"
             " claimed_by = %s"
-            f" FROM c WHERE j.id = c.id RETURNING {self.select('j')}",
+            f" FROM c WHERE j.id = c.id RETURNING {CLAIMED_COLUMNS}",
             [queue, *kind_params, queue, limit, now, lease_until, worker],
         )
         return cursor.fetchall()
 
+    def claimed_job(self, row: Sequence[Any], now: datetime, lease_until: datetime) -> ClaimedJob:
+        record = JobRecord(
+            id=row[0],
+            kind=row[1],
+            queue=row[2],
+            state="running",
+            args=decode_json(row[3]),
+            meta=decode_json(row[4]),
+            priority=row[5],
+            attempt=row[6],
+            max_attempts=row[7],
+            errors=tuple(decode_json(row[8])),
+            created_at=_from_micros(row[9]),  # type: ignore[arg-type]
+            scheduled_at=_from_micros(row[10]),  # type: ignore[arg-type]
+            attempted_at=aware_utc(now),
+            finished_at=_from_micros(row[11]),
+            unique_key=row[12],
+        )
+        return ClaimedJob(
+            record=record, run=RunRef(row[0], row[6], row[13]), lease_until=lease_until
+        )
+
     def finish_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        # One json parameter for the batch, as in insert_rows: one array per column made
+        # psycopg dump every element in Python, the completer's largest cost per job. The
+        # error goes in as a JSON value (JSON null when there is none).
+        batch = json.dumps(
+            [
+                [
+                    r.run.id,
+                    r.run.attempt,
+                    r.run.token,
+                    r.state,
+                    r.at.isoformat(),
+                    r.scheduled_at.isoformat() if r.scheduled_at is not None else None,
+                    r.error.as_json() if r.error is not None else None,
+                    1 if r.give_back_attempt else 0,
+                ]
+                for r in results
+            ],
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
         cursor.execute(
             f"UPDATE {self.job_table} AS j SET state = f.state, lease_until = NULL,"
             " attempt = j.attempt - f.give_back,"
             " errors = CASE WHEN f.error IS NULL THEN j.errors"
-            " ELSE j.errors || jsonb_build_array(f.error::jsonb) END,"
+            " ELSE j.errors || jsonb_build_array(f.error) END,"
             f" finished_at = CASE WHEN f.state IN ({FINAL}) THEN f.at ELSE j.finished_at END,"
             " scheduled_at = COALESCE(f.scheduled_at, j.scheduled_at),"
             f" unique_lock = CASE WHEN f.state IN ({FINAL}) AND j.unique_scope <> 'any'"
             " THEN NULL ELSE j.unique_lock END"
-            " FROM unnest(%s::bigint[], %s::int[], %s::bigint[], %s::text[], %s::timestamptz[],"
-            " %s::timestamptz[], %s::text[], %s::int[])"
-            " AS f(id, attempt, token, state, at, scheduled_at, error, give_back)"
+            " FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS attempt,"
+            " (r->>2)::bigint AS token, r->>3 AS state, (r->>4)::timestamptz AS at,"
+            " (r->>5)::timestamptz AS scheduled_at, NULLIF(r->6, 'null'::jsonb) AS error,"
+            " (r->>7)::int AS give_back FROM jsonb_array_elements(%s::jsonb) AS e(r)) AS f"
             " WHERE j.id = f.id AND j.attempt = f.attempt AND j.claim_token = f.token"
             " AND j.state = 'running' RETURNING j.id",
-            [
-                [r.run.id for r in results],
-                [r.run.attempt for r in results],
-                [r.run.token for r in results],
-                [r.state for r in results],
-                [r.at for r in results],
-                [r.scheduled_at for r in results],
-                [error_json(r.error) for r in results],
-                [1 if r.give_back_attempt else 0 for r in results],
-            ],
+            [batch],
         )
         return {row_id for (row_id,) in cursor.fetchall()}
 
