@@ -379,6 +379,31 @@ def test_concurrent_claims_never_take_a_job_twice(alias: str, threads: int) -> N
     assert store.counts() == {"default": {"completed": 240}}
 
 
+@pytest.mark.django_db(databases=["default"], transaction=True)
+def test_sqlite_writers_of_one_process_take_turns_without_the_busy_handler() -> None:
+    # With SQLite's busy timeout at 0, any write that met another thread's write transaction
+    # would fail at once ("database is locked"): the store's own writers must queue in the
+    # process instead (claims, finishes, heartbeats and inserts from four threads).
+    store = build("default")
+    ids = {r.id for r in store.insert([job(i) for i in range(200)])}
+    done: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("PRAGMA busy_timeout = 0")
+        store.insert([job(1000)])
+        while claimed := claim(store, limit=2):
+            store.heartbeat({c.run for c in claimed}, lease_until=NOW + LEASE)
+            written = store.finish([Finish(run=c.run, state="completed", at=NOW) for c in claimed])
+            assert written == [True] * len(claimed)
+            with lock:
+                done.extend(c.record.id for c in claimed)
+
+    assert in_threads(4, worker) == []
+    assert ids <= set(done) and len(done) == 204
+
+
 def test_concurrent_unique_inserts_insert_exactly_one(store: SQLStore) -> None:
     results: list[Any] = []
 

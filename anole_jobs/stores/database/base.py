@@ -19,6 +19,7 @@ Broken connections raise Django's `OperationalError`/`InterfaceError`; nothing i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from abc import abstractmethod
@@ -162,6 +163,11 @@ class SQLStore(Store):
     def write_lock(self) -> AbstractContextManager[None]:
         """A transaction that writes several statements atomically (joins an open one)."""
 
+    def writing(self) -> AbstractContextManager[Any]:
+        """Around the store's own writes outside a transaction (SQLite: its writers in this
+        process take turns; see sqlite.py)."""
+        return contextlib.nullcontext()
+
     def not_paused(self) -> str:
         """The claim's condition that its queue (one ``%s`` parameter) is not paused: part of
         the claim statement, so a pause committed before the claim began always holds."""
@@ -221,7 +227,7 @@ class SQLStore(Store):
     def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         if not jobs:
             return []
-        with self.cursor() as cursor:
+        with self.writing(), self.cursor() as cursor:
             results, woken = self._insert(cursor, jobs)
         self.wake_at_commit(woken)
         return results
@@ -297,13 +303,13 @@ class SQLStore(Store):
     def heartbeat(self, runs: Collection[RunRef], *, lease_until: datetime) -> set[RunRef]:
         if not runs:
             return set()
-        with self.cursor() as cursor:
+        with self.writing(), self.cursor() as cursor:
             rows = self.heartbeat_rows(cursor, list(runs), lease_until)
         return {RunRef(*row) for row in rows} & set(runs)
 
     def finish(self, results: Sequence[Finish]) -> list[bool]:
         written: list[bool] = []
-        with self.cursor() as cursor:
+        with self.writing(), self.cursor() as cursor:
             for chunk in _distinct_chunks(results):
                 ids = self.finish_rows(cursor, chunk)
                 written.extend(result.run.id in ids for result in chunk)

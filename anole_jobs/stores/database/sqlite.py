@@ -16,6 +16,7 @@ connection's time zone, UTC by default), which sort correctly as text. Needs SQL
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -36,6 +37,16 @@ def _fields(names: Sequence[str]) -> str:
     return ", ".join(f"json_extract(value, '$[{i}]') AS {name}" for i, name in enumerate(names))
 
 
+_WRITERS: dict[str, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writers_of(database: object) -> threading.RLock:
+    """One lock per database file, shared by every store on it in this process."""
+    with _WRITERS_LOCK:
+        return _WRITERS.setdefault(str(database), threading.RLock())
+
+
 class SqliteStore(SQLStore):
     name = "sqlite"
     vendor = "sqlite"
@@ -45,6 +56,7 @@ class SqliteStore(SQLStore):
         # Without ANALYZE statistics SQLite prefers the (state, id) index and would read
         # every scheduled job, however far in the future, at each stage.
         self.stage_hint = f' INDEXED BY "{index_name(self.prefix, "job_stage")}"'
+        self._writers = _writers_of(self.connection.settings_dict["NAME"])
 
     # -- vendor hooks ----------------------------------------------------------------------
     def _tz(self) -> Any:
@@ -71,20 +83,33 @@ class SqliteStore(SQLStore):
         return f"{column} IN (SELECT value FROM json_each(%s))", [encode_json(list(values))]
 
     @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        connection = self.connection
+        if connection.in_atomic_block or not connection.get_autocommit():
+            yield  # the caller's transaction: never wait on this process's writers inside it
+            return
+        with self._writers:
+            yield
+
+    @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:
         connection = self.connection
         if connection.in_atomic_block or not connection.get_autocommit():
             yield  # the caller's transaction: join it
             return
-        with connection.cursor() as cursor:
+        # The store's own writes in this process (these transactions and `writing`) take
+        # turns on a Python lock first: two of its threads (the claimer and the completer)
+        # contending for SQLite's write lock would otherwise meet SQLite's busy handler, which
+        # sleeps 1, 2, 5, 10 ... ms between retries; a Python lock hands over the moment it is
+        # released. Other processes, and the app's own transactions, still meet the handler.
+        with self._writers, connection.cursor() as cursor:
             cursor.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            with contextlib.suppress(Exception), connection.cursor() as cursor:
-                cursor.execute("ROLLBACK")
-            raise
-        with connection.cursor() as cursor:
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    cursor.execute("ROLLBACK")
+                raise
             cursor.execute("COMMIT")
 
     # -- statements ------------------------------------------------------------------------

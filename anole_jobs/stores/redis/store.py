@@ -154,6 +154,11 @@ def _json(value: Mapping[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
+def _json_list(values: list[str]) -> str:
+    # ASCII only, as `_json`; one argument for a whole batch.
+    return json.dumps(values, separators=(",", ":"))
+
+
 class RedisStore(Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
@@ -285,15 +290,15 @@ class RedisStore(Store):
     def finish(self, results: Sequence[Finish]) -> list[bool]:
         if not results:
             return []
-        args: list[object] = [len(results)]
+        flat: list[str] = []
         for result in results:
             if result.state not in AFTER_RUN_STATES:
                 raise ValueError(f"finish cannot write state {result.state!r}")
-            args.extend(
+            flat.extend(
                 (
-                    result.run.id,
-                    result.run.attempt,
-                    result.run.token,
+                    str(result.run.id),
+                    str(result.run.attempt),
+                    str(result.run.token),
                     result.state,
                     time_key(result.at),
                     "" if result.scheduled_at is None else time_key(result.scheduled_at),
@@ -301,7 +306,7 @@ class RedisStore(Store):
                     "1" if result.give_back_attempt else "0",
                 )
             )
-        return [ok == 1 for ok in self._run("finish", *args)]
+        return [ok == 1 for ok in self._run("finish", len(results), _json_list(flat))]
 
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
         return self._run("update_meta", run.id, run.attempt, run.token, _json(dict(meta))) == 1
