@@ -29,6 +29,8 @@ from bench.common import FULL, QUICK, ROOT, STORES, Sizes, log, machine_info
 from bench.report import merge, render
 
 SCENARIO_NAMES = ("enqueue_one", "enqueue_many", "step", "runtime", "latency", "growth")
+#: Named with --scenarios only: slow, and on a machine with few cores it measures the cores.
+EXTRA_SCENARIOS = ("scaleout",)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -61,7 +63,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.scenario_list = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     for given, known, what in (
         (args.store_list, STORES, "store"),
-        (args.scenario_list, SCENARIO_NAMES, "scenario"),
+        (args.scenario_list, SCENARIO_NAMES + EXTRA_SCENARIOS, "scenario"),
     ):
         unknown = [x for x in given if x not in known]
         if unknown:

@@ -6,8 +6,9 @@ the ones that start a worker, then the table-growth one (the largest tables last
 
 from __future__ import annotations
 
-from bench.scenarios import enqueue_many, enqueue_one, growth, latency, runtime, step
+from bench.scenarios import enqueue_many, enqueue_one, growth, latency, runtime, scaleout, step
 
 SCENARIOS = {
-    module.NAME: module for module in (enqueue_one, enqueue_many, step, runtime, latency, growth)
+    module.NAME: module
+    for module in (enqueue_one, enqueue_many, step, runtime, latency, growth, scaleout)
 }
