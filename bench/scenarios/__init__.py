@@ -6,9 +6,18 @@ the ones that start a worker, then the table-growth one (the largest tables last
 
 from __future__ import annotations
 
-from bench.scenarios import enqueue_many, enqueue_one, growth, latency, runtime, scaleout, step
+from bench.scenarios import (
+    enqueue_many,
+    enqueue_one,
+    growth,
+    latency,
+    runtime,
+    scaleout,
+    soak,
+    step,
+)
 
 SCENARIOS = {
     module.NAME: module
-    for module in (enqueue_one, enqueue_many, step, runtime, latency, growth, scaleout)
+    for module in (enqueue_one, enqueue_many, step, runtime, latency, growth, scaleout, soak)
 }
