@@ -1,0 +1,187 @@
+"""What the job-count triggers cost the hot paths: the same store calls with the triggers and
+without them, interleaved in one process.
+
+    .venv/bin/python bench/counts_cost.py [--store sqlite,postgres] [--rounds 5] [--jobs 5000]
+
+Each round, for each configuration (triggers on, triggers off), times `store.insert` of
+`--jobs` jobs in batches of 1,000 (what `enqueue_many` does after building the jobs), single
+`store.insert` calls (one `enqueue` each), and claim 10 + complete rounds over the same jobs (a
+worker's two statements), then deletes them. It prints the median µs per job of each and the
+ratio on ÷ off per round (min–max). "Off" drops the triggers and keeps the count table, so
+`counts()` is wrong during it; the script recreates them at the end. PostgreSQL needs a server
+at 127.0.0.1:5432 (user postgres); the script creates and drops its own database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import django  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+_TMP = tempfile.mkdtemp(prefix="anole_counts_cost_")
+PG_DATABASE = f"anole_counts_cost_{os.getpid()}"
+settings.configure(
+    SECRET_KEY="bench",
+    USE_TZ=True,
+    INSTALLED_APPS=["anole_jobs"],
+    DATABASES={
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.path.join(_TMP, "jobs.sqlite3"),
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL;",
+            },
+        },
+        "pg": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": PG_DATABASE,
+            "USER": os.environ.get("ANOLE_BENCH_PG_USER", "postgres"),
+            "HOST": os.environ.get("ANOLE_BENCH_PG_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("ANOLE_BENCH_PG_PORT", "5432"),
+        },
+    },
+    ANOLE_JOBS={"STORE": "memory"},
+    LOGGING_CONFIG=None,
+)
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connections  # noqa: E402
+
+from anole_jobs.conf import parse  # noqa: E402
+from anole_jobs.stores.base import Finish, NewJob  # noqa: E402
+from anole_jobs.stores.database import open_database_store  # noqa: E402
+from anole_jobs.stores.database.ddl import count_statements, drop_count_statements  # noqa: E402
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+ALIASES = {"sqlite": "default", "postgres": "pg"}
+
+
+def new_job(i: int) -> NewJob:
+    return NewJob(
+        kind="bench.noop",
+        queue="default",
+        args={"n": i},
+        meta={},
+        priority=0,
+        max_attempts=3,
+        state="available",
+        scheduled_at=NOW,
+        created_at=NOW,
+    )
+
+
+def set_triggers(alias: str, on: bool) -> None:
+    connection = connections[alias]
+    prefix = "anole_jobs_"
+    statements = drop_count_statements(connection.vendor, prefix, keep_table=True)
+    if on:
+        statements += [
+            s for s in count_statements(connection.vendor, prefix) if s.startswith("CREATE TRIGGER")
+        ]
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def one_round(store: Any, alias: str, n: int) -> dict[str, float]:
+    jobs = [new_job(i) for i in range(n)]
+    began = time.perf_counter()
+    for start in range(0, n, 1000):
+        store.insert(jobs[start : start + 1000])
+    batch = (time.perf_counter() - began) / n
+    began = time.perf_counter()
+    ones = min(n, 500)
+    for job in jobs[:ones]:
+        store.insert([job])
+    single = (time.perf_counter() - began) / ones
+    began, done = time.perf_counter(), 0
+    while True:
+        claimed = store.claim(
+            "default",
+            kinds=None,
+            limit=10,
+            now=NOW,
+            lease_until=NOW + timedelta(minutes=5),
+            worker="cost",
+        )
+        if not claimed:
+            break
+        store.finish([Finish(run=c.run, state="completed", at=NOW) for c in claimed])
+        done += len(claimed)
+    work = (time.perf_counter() - began) / done
+    with connections[alias].cursor() as cursor:
+        cursor.execute('DELETE FROM "anole_jobs_job"')
+        if connections[alias].vendor == "postgresql":
+            cursor.execute('VACUUM ANALYZE "anole_jobs_job"')
+            cursor.execute('VACUUM "anole_jobs_count"')
+    store.fold_counts()
+    return {"enqueue_many": batch * 1e6, "enqueue": single * 1e6, "claim+complete": work * 1e6}
+
+
+def measure(name: str, rounds: int, n: int) -> None:
+    alias = ALIASES[name]
+    call_command("migrate", database=alias, verbosity=0)
+    store = open_database_store(alias, parse({"STORE": {"database": alias}, "RUN": "manual"}))
+    one_round(store, alias, min(n, 1000))  # warm up
+    results: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    for index in range(rounds):
+        for on in (True, False) if index % 2 == 0 else (False, True):
+            set_triggers(alias, on)
+            results[on].append(one_round(store, alias, n))
+    set_triggers(alias, True)
+    print(f"\n{name}: {rounds} rounds of {n:,} jobs, triggers on and off interleaved")
+    print(f"{'µs per job':<16}{'on (median)':>12}{'off (median)':>14}   on ÷ off (per round)")
+    for key in ("enqueue_many", "enqueue", "claim+complete"):
+        on = [r[key] for r in results[True]]
+        off = [r[key] for r in results[False]]
+        ratios = [a / b for a, b in zip(on, off, strict=True)]
+        print(
+            f"{key:<16}{statistics.median(on):>12.1f}{statistics.median(off):>14.1f}"
+            f"   {min(ratios):.2f}–{max(ratios):.2f}x (median {statistics.median(ratios):.2f}x)"
+        )
+    store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--store", default="sqlite,postgres")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=5000)
+    options = parser.parse_args()
+    stores = [s.strip() for s in options.store.split(",") if s.strip()]
+    if "postgres" in stores:
+        import psycopg
+
+        with psycopg.connect(dbname="postgres", host="127.0.0.1", user="postgres") as admin:
+            admin.autocommit = True
+            admin.execute(f'CREATE DATABASE "{PG_DATABASE}"')
+    try:
+        for name in stores:
+            measure(name, options.rounds, options.jobs)
+    finally:
+        connections.close_all()
+        if "postgres" in stores:
+            import psycopg
+
+            with psycopg.connect(dbname="postgres", host="127.0.0.1", user="postgres") as admin:
+                admin.autocommit = True
+                admin.execute(f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
