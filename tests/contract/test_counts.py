@@ -190,6 +190,10 @@ def test_migration_0003_counts_the_jobs_already_in_the_table(tmp_path: Path) -> 
         db.execute("DELETE FROM anole_jobs_job WHERE state = 'completed'")  # the triggers run
         rows = db.execute("SELECT queue, state, n FROM anole_jobs_count WHERE n <> 0").fetchall()
     assert sorted(rows) == [("a", "available", 3), ("b", "dead", 1)]
+    _run_django_again(tmp_path, settings_name, "migrate", "anole_jobs", "0002_queue")  # reversible
+    with sqlite3.connect(database) as db:
+        left = db.execute("SELECT name FROM sqlite_master WHERE name LIKE '%count%'").fetchall()
+    assert left == []
 
 
 def _run_django_again(tmp_path: Path, settings_name: str, *command: str) -> None:
