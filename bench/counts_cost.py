@@ -3,6 +3,7 @@ without them, interleaved in one process.
 
     .venv/bin/python bench/counts_cost.py [--store sqlite,postgres] [--rounds 5] [--jobs 5000]
                                           [--no-sync]
+    .venv/bin/python bench/counts_cost.py --statements [--rounds 12]
 
 Each round, for each configuration (triggers on, triggers off), times `store.insert` of
 `--jobs` jobs in batches of 1,000 (what `enqueue_many` does after building the jobs), single
@@ -15,6 +16,11 @@ at 127.0.0.1:5432 (user postgres); the script creates and drops its own database
 A commit waits for the disk, which on a shared machine varies more than the triggers cost.
 `--no-sync` takes it out (PostgreSQL `synchronous_commit=off`, SQLite `synchronous=OFF`), so
 the ratio shows the statements' own cost: the harshest view of what the triggers add.
+
+`--statements` times the statements alone, without round trips or commits, interleaved in one
+session: PostgreSQL's execution time from EXPLAIN ANALYZE (in a scratch schema), SQLite's in
+process; each configuration's first call after the DDL is a warm-up (it plans the trigger's
+statement, which a real session does once).
 """
 
 from __future__ import annotations
@@ -165,13 +171,122 @@ def measure(name: str, rounds: int, n: int) -> None:
     store.close()
 
 
+STATEMENTS = {
+    "insert 1,000": (
+        "INSERT INTO anole_jobs_job (kind, queue, state, args, meta, errors, priority, attempt,"
+        " max_attempts, claim_token, created_at, scheduled_at, unique_scope)"
+        " SELECT 'k', 'default', 'available', {args}, '{{}}', '[]', 0, 0, 3, 0, {now}, {now},"
+        " 'live' FROM {rows}"
+    ),
+    "claim 10": (
+        "UPDATE anole_jobs_job SET state = 'running', attempt = attempt + 1,"
+        " claim_token = claim_token + 1 WHERE id IN (SELECT id FROM anole_jobs_job"
+        " WHERE state = 'available' AND queue = 'default'"
+        " ORDER BY priority DESC, scheduled_at, id LIMIT 10)"
+    ),
+    "complete 10": (
+        "UPDATE anole_jobs_job SET state = 'completed', finished_at = {now}"
+        " WHERE id IN (SELECT id FROM anole_jobs_job WHERE state = 'running' ORDER BY id LIMIT 10)"
+    ),
+}
+
+
+def statement_costs(rounds: int) -> None:
+    import re
+    import sqlite3
+
+    import psycopg
+
+    from anole_jobs.stores.database.ddl import statements
+
+    def toggle(vendor: str, on: bool) -> list[str]:
+        found = drop_count_statements(vendor, keep_table=True)
+        if on:
+            found += [s for s in count_statements(vendor) if s.startswith("CREATE TRIGGER")]
+        return found
+
+    def report(name: str, times: dict[tuple[str, bool], list[float]]) -> None:
+        print(f"\n{name}: statement time, median of {rounds} rounds x 5 calls (ms)")
+        for key in STATEMENTS:
+            on, off = statistics.median(times[key, True]), statistics.median(times[key, False])
+            print(f"  {key:<14}on {on:8.3f}   off {off:8.3f}   {on / off:.2f}x")
+
+    pg = psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True)
+    schema = f"anole_counts_cost_{os.getpid()}"
+    pg.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        pg.execute(f'SET search_path TO "{schema}"')
+        for statement in statements("postgresql"):
+            pg.execute(statement)
+        sql = {
+            key: text.format(
+                args="jsonb_build_object('n', i)",
+                now="now()",
+                rows="generate_series(1, 1000) AS i",
+            )
+            for key, text in STATEMENTS.items()
+        }
+
+        def pg_ms(text: str) -> float:
+            plan = "\n".join(row[0] for row in pg.execute("EXPLAIN ANALYZE " + text))
+            return float(re.search(r"Execution Time: ([\d.]+)", plan).group(1))  # type: ignore[union-attr]
+
+        times: dict[tuple[str, bool], list[float]] = {
+            (k, on): [] for k in sql for on in (True, False)
+        }
+        for index in range(rounds):
+            for on in (True, False) if index % 2 == 0 else (False, True):
+                for statement in toggle("postgresql", on):
+                    pg.execute(statement)
+                for key, text in sql.items():
+                    pg_ms(text)
+                    times[key, on] += [pg_ms(text) for _ in range(5)]
+        report("postgres", times)
+    finally:
+        pg.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        pg.close()
+
+    db = sqlite3.connect(os.path.join(_TMP, "statements.sqlite3"), isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=OFF")
+    for statement in statements("sqlite"):
+        db.execute(statement)
+    numbers = "(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 1000)"
+    sql = {
+        key: text.format(
+            args="json_object('n', i)", now="'2030-01-01'", rows=numbers + " SELECT i FROM s)"
+        )
+        for key, text in STATEMENTS.items()
+    }
+
+    def sqlite_ms(text: str) -> float:
+        began = time.perf_counter()
+        db.execute(text)
+        return 1000 * (time.perf_counter() - began)
+
+    times = {(k, on): [] for k in sql for on in (True, False)}
+    for index in range(rounds):
+        for on in (True, False) if index % 2 == 0 else (False, True):
+            for statement in toggle("sqlite", on):
+                db.execute(statement)
+            for key, text in sql.items():
+                sqlite_ms(text)
+                times[key, on] += [sqlite_ms(text) for _ in range(5)]
+    report("sqlite", times)
+    db.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--store", default="sqlite,postgres")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--no-sync", action="store_true", help="commits do not wait for disk")
+    parser.add_argument("--statements", action="store_true", help="the statements alone")
     options = parser.parse_args()
+    if options.statements:
+        statement_costs(options.rounds)
+        return 0
     stores = [s.strip() for s in options.store.split(",") if s.strip()]
     if "postgres" in stores:
         import psycopg
