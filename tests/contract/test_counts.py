@@ -19,7 +19,7 @@ from django.db import connections, transaction
 
 from anole_jobs import Unique
 from anole_jobs.stores.database.base import FOLD_AFTER
-from tests.contract.test_database_store import _run_django
+from tests.contract.test_database_store import LEASE, NOW, _run_django
 from tests.contract.test_state_machine import recount
 from tests.sampleapp.jobs import Prioritized, Work
 
@@ -217,3 +217,37 @@ def _run_django_again(tmp_path: Path, settings_name: str, *command: str) -> None
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.needs("postgres")
+@pytest.mark.django_db(databases=["default", "pg"], transaction=True)
+def test_two_table_prefixes_in_one_postgres_schema_keep_their_own_counts() -> None:
+    from anole_jobs.stores.database.ddl import drop_count_statements, statements, tables
+    from tests.contract.test_database_store import build, job
+
+    names = tables("other_")
+    with connections["pg"].cursor() as cursor:
+        for statement in statements("postgresql", "other_"):
+            cursor.execute(statement)
+    ours, theirs = build("pg"), build("pg", TABLE_PREFIX="other_")
+    try:
+        ours.insert([job(1), job(2)])
+        # The other prefix's job table is its own, and so is its count table.
+        assert (
+            theirs.claim(
+                "default", kinds=None, limit=1, now=NOW, lease_until=NOW + LEASE, worker="w"
+            )
+            == []
+        )
+        theirs.insert([job(3, queue="mail")])
+        theirs.fold_counts()
+        assert ours.counts() == {"default": {"available": 2}}
+        assert theirs.counts() == {"mail": {"available": 1}}
+    finally:
+        ours.close()
+        theirs.close()
+        with connections["pg"].cursor() as cursor:
+            for statement in drop_count_statements("postgresql", "other_"):
+                cursor.execute(statement)
+            for table in (names.job, names.leader, names.cron, names.queue):
+                cursor.execute(f'DROP TABLE IF EXISTS "{table}"')
