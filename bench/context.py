@@ -77,6 +77,8 @@ class Bench:
         from anole_jobs import jobs
 
         self.jobs = jobs
+        if os.environ.get("ANOLE_BENCH_COUNT_TRIGGERS", "on") == "off":
+            self._drop_count_triggers()
         store = jobs.service.store
         self.info["store_name"] = store.name
         self.info["wakeups"] = (
@@ -86,6 +88,21 @@ class Bench:
             if store.capabilities.notify
             else "other processes poll"
         )
+
+    def _drop_count_triggers(self) -> None:
+        """ANOLE_BENCH_COUNT_TRIGGERS=off: the hot paths without the triggers that keep the job
+        counts (counts() then reads stale figures), to measure what the triggers cost."""
+        if self.store not in ("sqlite", "postgres"):
+            return
+        from django.db import connection
+
+        from anole_jobs.stores.database.ddl import drop_count_statements
+
+        prefix = self.jobs.service.settings.table_prefix
+        with connection.cursor() as cursor:
+            for statement in drop_count_statements(connection.vendor, prefix, keep_table=True):
+                cursor.execute(statement)
+        self.info["count_triggers"] = "off"
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -120,6 +137,16 @@ class Bench:
 
     # -- the store -------------------------------------------------------------------------------
     def completed(self) -> int:
+        if self.info.get("count_triggers") == "off":  # counts() is stale: count the rows
+            from django.db import connection
+
+            table = self.jobs.service.store.inner.job_table  # type: ignore[attr-defined]
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT COUNT(*) FROM {table} WHERE queue = %s AND state = 'completed'",
+                    [QUEUE],
+                )
+                return int(cursor.fetchone()[0])
         return int(self.jobs.counts().get(QUEUE, {}).get("completed", 0))
 
     def wipe(self) -> None:
@@ -138,7 +165,8 @@ class Bench:
             return
         from django.db import connection
 
-        tables = self.job_tables()
+        # The job counts' table last: deleting jobs fires its triggers.
+        tables = sorted(self.job_tables(), key=lambda t: t == self.count_table())
         with connection.cursor() as cursor:
             for table in tables:
                 cursor.execute(f'DELETE FROM "{table}"')
@@ -153,6 +181,11 @@ class Bench:
 
         prefix = self.jobs.service.settings.table_prefix
         return [t for t in connection.introspection.table_names() if t.startswith(prefix)]
+
+    def count_table(self) -> str:
+        from anole_jobs.stores.database.ddl import tables
+
+        return tables(self.jobs.service.settings.table_prefix).count
 
     def vacuum(self) -> None:
         """PostgreSQL: VACUUM ANALYZE the job tables (fresh statistics and visibility map)."""

@@ -284,7 +284,8 @@ class Store(ABC):
         self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
     ) -> int:
         """Delete jobs in each state of `horizons` whose `finished_at` is older than
-        `now - horizon`; return how many."""
+        `now - horizon`; return how many. The leader calls it periodically, so a store may
+        also compact its own bookkeeping here (PostgreSQL folds its count deltas)."""
 
     @abstractmethod
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
@@ -320,7 +321,9 @@ class Store(ABC):
 
     @abstractmethod
     def counts(self) -> dict[str, dict[str, int]]:
-        """``{queue: {state: n}}`` for every queue with jobs; states with none are omitted."""
+        """``{queue: {state: n}}`` for every queue with jobs; states with none are omitted.
+        Admin pages and CLIs call it freely, so it must not read every job: each store keeps
+        its counts as jobs move (contract tests compare them with a recount)."""
 
     def queued_counts(self, queues: Collection[str]) -> dict[str, dict[str, int]]:
         """``{queue: {state: n}}`` of `queues`, in the waiting and running states

@@ -107,13 +107,19 @@ class MemoryStore(Store):
         self._leader: tuple[str, datetime] | None = None
         self._cron: dict[str, CronState] = {}
         self._paused: dict[str, datetime] = {}  # queue -> when it was paused
+        # queue -> state -> jobs, kept by every insert, state change and removal below, so
+        # counts() does not walk every job (the SQL stores' triggers do the same).
+        self._counts: dict[str, dict[str, int]] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def _set_state(self, row: _Row, state: State) -> None:
-        """Every state change goes through here, to keep the available index right."""
+        """Every state change goes through here, to keep the available index and the counts
+        right."""
         if row.state == "available":
             self._available.get(row.queue, set()).discard(row.id)
+        self._count(row, -1)
         row.state = state
+        self._count(row, +1)
         if state == "available":
             self._available.setdefault(row.queue, set()).add(row.id)
             self._unordered.setdefault(row.queue, []).append(row.id)
@@ -156,7 +162,19 @@ class MemoryStore(Store):
         return taken
 
     def _forget(self, row: _Row) -> None:
+        """Every removal goes through here."""
         self._available.get(row.queue, set()).discard(row.id)
+        self._count(row, -1)
+
+    def _count(self, row: _Row, delta: int) -> None:
+        per_queue = self._counts.setdefault(row.queue, {})
+        n = per_queue.get(row.state, 0) + delta
+        if n:
+            per_queue[row.state] = n
+        else:
+            del per_queue[row.state]
+            if not per_queue:
+                del self._counts[row.queue]
 
     def _holder(self, key: str) -> _Row | None:
         row_id = self._unique.get(key)
@@ -193,6 +211,7 @@ class MemoryStore(Store):
             unique_scope=job.unique_scope,
         )
         self._rows[row.id] = row
+        self._count(row, +1)
         if row.state == "available":
             self._available.setdefault(row.queue, set()).add(row.id)
             self._unordered.setdefault(row.queue, []).append(row.id)
@@ -404,12 +423,8 @@ class MemoryStore(Store):
             return [row.record() for row in rows[:limit]]
 
     def counts(self) -> dict[str, dict[str, int]]:
-        counts: dict[str, dict[str, int]] = {}
         with self._lock:
-            for row in self._rows.values():
-                per_queue = counts.setdefault(row.queue, {})
-                per_queue[row.state] = per_queue.get(row.state, 0) + 1
-        return counts
+            return {queue: dict(states) for queue, states in self._counts.items()}
 
     def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
         with self._lock:

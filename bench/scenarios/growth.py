@@ -44,6 +44,17 @@ def run(bench: Bench) -> list[Figure]:
     label = f"with {finished:,} finished jobs"
     figures.append(_cost("growth_finished", f"claim+complete, {label}", with_finished, empty))
     figures.append(_counts("counts_finished", f"counts(), {label}", with_finished, empty))
+    if "scan_ms" in with_finished:
+        figures.append(
+            figure(
+                "counts_scan_finished",
+                f"  GROUP BY over the job table (counts() before 0003), {label}",
+                with_finished["scan_ms"],
+                "ms",
+                ratio=with_finished["scan_ms"] / empty["counts_ms"],
+                against="counts(), empty table",
+            )
+        )
 
     bench.wipe()
     _fill(bench, backlog, "available")
@@ -123,7 +134,24 @@ def _measure(bench: Bench, rounds: int, *, chunks: int = 1) -> dict[str, Any]:
     for _ in range(calls):
         store.counts()
     counts_ms = 1000 * (time.perf_counter() - began) / calls
-    return {"us_per_job": costs[-1], "first_us_per_job": costs[0], "counts_ms": counts_ms}
+    shape = {"us_per_job": costs[-1], "first_us_per_job": costs[0], "counts_ms": counts_ms}
+    if bench.store in ("sqlite", "postgres"):
+        shape["scan_ms"] = _scan_ms(bench)
+    return shape
+
+
+def _scan_ms(bench: Bench) -> float:
+    """What counts() cost before the count table: one GROUP BY over the job table, timed in
+    the same run as its replacement."""
+    from django.db import connection
+
+    table = bench.jobs.service.store.inner.job_table  # type: ignore[attr-defined]
+    calls, began = 3, time.perf_counter()
+    with connection.cursor() as cursor:
+        for _ in range(calls):
+            cursor.execute(f"SELECT queue, state, COUNT(*) FROM {table} GROUP BY 1, 2")
+            cursor.fetchall()
+    return 1000 * (time.perf_counter() - began) / calls
 
 
 def _fill(bench: Bench, n: int, state: str) -> None:

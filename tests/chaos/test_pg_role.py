@@ -6,6 +6,7 @@ pruning) and uses the admin calls — and everything works.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import uuid
@@ -97,6 +98,10 @@ def test_the_documented_privileges_are_enough(app_role_backend: Backend) -> None
     assert "is now leader" in first.output() + second.output()
     out = backend.run_command("e2e_jobs", str(ids[0]))  # reads, as the app role
     assert out.returncode == 0, out.stderr
+    # The job counts (kept by triggers that run as the app role), as the admin reads them.
+    out = backend.run_command("jobs", "counts", "--json")
+    assert out.returncode == 0, out.stderr
+    assert sum(sum(states.values()) for states in json.loads(out.stdout).values()) == 33
     for worker in cluster.alive():
         cluster.drained.add(worker.pid)
         worker.signal(signal.SIGTERM)

@@ -30,6 +30,7 @@ from anole_jobs.stores.base import ErrorEntry, Finish, ListFilter, NewJob, Store
 from anole_jobs.stores.database import open_database_store
 from anole_jobs.stores.database.base import SQLStore
 from anole_jobs.stores.database.ddl import sql
+from anole_jobs.stores.database.ddl import statements as ddl_statements
 from anole_jobs.stores.memory import MemoryStore
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
@@ -188,6 +189,12 @@ def test_a_custom_prefix_keeps_the_migration_clean_and_matches_the_ddl(tmp_path:
         "custom_leader",
         "custom_cron",
         "custom_queue",
+        "custom_count",
+    }
+    assert {name for kind, name, _, _ in schema if kind == "trigger"} == {
+        "custom_count_insert",
+        "custom_count_update",
+        "custom_count_delete",
     }
     assert schema == sqlite_schema(ddl_database(tmp_path / "ddl.sqlite3", "custom_"), "custom_")
 
@@ -202,7 +209,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
         applied = db.execute(
             "SELECT name FROM django_migrations WHERE app = 'anole_jobs' ORDER BY name"
         )
-        assert [name for (name,) in applied] == ["0001_initial", "0002_queue"]
+        assert [name for (name,) in applied] == ["0001_initial", "0002_queue", "0003_counts"]
 
 
 @pytest.mark.django_db(databases=["default"], transaction=True)
@@ -234,7 +241,28 @@ def pg_schema(cursor: Any, schema: str) -> dict[str, set[tuple[Any, ...]]]:
         " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname LIKE %s",
         [schema, like],
     )
-    return {"columns": columns, "indexes": indexes, "constraints": set(cursor.fetchall())}
+    constraints = set(cursor.fetchall())
+    cursor.execute(
+        "SELECT c.relname, t.tgname, replace(pg_get_triggerdef(t.oid), %s, '')"
+        " FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname LIKE %s AND NOT t.tgisinternal",
+        [f"{schema}.", schema, like],
+    )
+    triggers = set(cursor.fetchall())
+    cursor.execute(
+        "SELECT p.proname, replace(pg_get_functiondef(p.oid), %s, '') FROM pg_proc p"
+        " JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %s AND p.proname LIKE %s",
+        [f"{schema}.", schema, like],
+    )
+    functions = set(cursor.fetchall())
+    return {
+        "columns": columns,
+        "indexes": indexes,
+        "constraints": constraints,
+        "triggers": triggers,
+        "functions": functions,
+    }
 
 
 @pytest.mark.needs("postgres")
@@ -245,12 +273,12 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
         expected = pg_schema(cursor, "public")  # the test database, migrated
         cursor.execute(f'CREATE SCHEMA "{schema}"')
         cursor.execute(f'SET LOCAL search_path TO "{schema}"')
-        for statement in sql("postgresql").split(";\n"):
-            if statement.strip():
-                cursor.execute(statement)
+        for statement in ddl_statements("postgresql"):
+            cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 28 and len(expected["indexes"]) == 15
+    assert len(expected["columns"]) == 32 and len(expected["indexes"]) == 16
+    assert len(expected["triggers"]) == 4 and len(expected["functions"]) == 1
     assert built == expected
 
 

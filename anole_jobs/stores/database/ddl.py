@@ -1,10 +1,35 @@
 """The database store's schema: table and index names, and the DDL to apply by hand.
 
-This module owns every name the schema uses, so the models, the migration, the store's SQL and
+This module owns every name the schema uses, so the models, the migrations, the store's SQL and
 `sql()` agree. `sql(vendor, prefix)` (re-exported as ``anole_jobs.sql``) returns the DDL for
-``MIGRATE=False`` users; a test checks that it builds exactly what the migration builds.
+``MIGRATE=False`` users; a test checks that it builds exactly what the migrations build.
 
 It imports no model and needs no configured database: `sql()` works for any vendor and prefix.
+
+The job counts (migration 0003, `count_statements`): ``counts()`` must not read the whole job
+table, so the database keeps a count table, ``<prefix>count``, with triggers on the job table.
+Triggers, not the store's statements, because they hold for every statement that changes a
+job's queue or state or removes it (insert, unique conflicts that insert nothing, claim,
+finish, give-back, stage, rescue, prune, admin retry/cancel/delete, an ORM update or delete a
+user makes, TRUNCATE) without editing, or ever forgetting, one of them; and they commit or roll
+back with the statement that fired them.
+
+- PostgreSQL: statement-level AFTER triggers with transition tables (one trigger call per
+  statement, whatever the batch) INSERT one delta row per (queue, state) the statement
+  changed. Insert-only, never an UPDATE of a shared row: a counter row updated in place would
+  serialize every enqueue and claim behind the previous one's commit (and a user's long
+  transaction that enqueued would hold it, blocking every worker). A count is the sum of a
+  pair's rows; `SQLStore.counts` folds the deltas into one row per pair (a DELETE … RETURNING
+  of the rows it could lock, SKIP LOCKED, and an INSERT of their sums, in one statement) when
+  there are many, and the leader folds them at each prune. The table has a primary key so
+  that logical replication can publish its deletes.
+- SQLite: one writer at a time, so a counter row updated in place costs no contention there
+  (every write transaction already holds the database's only write lock): row-level triggers
+  upsert one row per (queue, state), and there is nothing to fold.
+
+The count table is not a Django model: Django's ``flush`` (tests' TransactionTestCase)
+empties model tables one by one in no set order, and emptying the counts before the jobs would
+leave negative counts behind; the triggers keep it right through any flush instead.
 """
 
 from __future__ import annotations
@@ -50,11 +75,16 @@ class Tables:
     leader: str
     cron: str
     queue: str  # one row per queue that was ever paused (migration 0002)
+    count: str  # job counts per queue and state, kept by triggers (migration 0003)
 
 
 def tables(prefix: str) -> Tables:
     return Tables(
-        job=prefix + "job", leader=prefix + "leader", cron=prefix + "cron", queue=prefix + "queue"
+        job=prefix + "job",
+        leader=prefix + "leader",
+        cron=prefix + "cron",
+        queue=prefix + "queue",
+        count=prefix + "count",
     )
 
 
@@ -77,13 +107,18 @@ def index_name(prefix: str, suffix: str) -> str:
     return f"aj{digest}_{suffix}"
 
 
-def unique_lock_name(prefix: str) -> str:
-    """The unique constraint on ``job.unique_lock`` (a constraint: no 30-character cap, but
-    PostgreSQL's 63, past which a digest of the prefix stands in as for indexes)."""
-    name = prefix + "job_unique_lock"
+def schema_name(prefix: str, suffix: str) -> str:
+    """``prefix + suffix`` for a schema-wide name with no 30-character cap (a constraint, a
+    function, a SQLite trigger), or a digest of the prefix past PostgreSQL's 63."""
+    name = prefix + suffix
     if len(name) <= PG_NAME_MAX:
         return name
-    return f"aj{hashlib.sha256(prefix.encode()).hexdigest()[:8]}_job_unique_lock"
+    return f"aj{hashlib.sha256(prefix.encode()).hexdigest()[:8]}_{suffix}"
+
+
+def unique_lock_name(prefix: str) -> str:
+    """The unique constraint on ``job.unique_lock``."""
+    return schema_name(prefix, "job_unique_lock")
 
 
 def pg_like_index_name(table: str, column: str) -> str:
@@ -217,17 +252,149 @@ def _index_sql(prefix: str, table: str, spec: IndexSpec) -> str:
         for column in spec.columns
     )
     where = f" WHERE {spec.where}" if spec.where else ""
-    return f'CREATE INDEX "{index_name(prefix, spec.suffix)}" ON "{table}" ({columns}){where};\n'
+    return f'CREATE INDEX "{index_name(prefix, spec.suffix)}" ON "{table}" ({columns}){where}'
 
 
-def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
-    """The DDL that creates the database store's tables and indexes for `vendor`
-    ("postgresql" or "sqlite") and table `prefix`: what the migration does, for
-    ``MIGRATE=False`` users who manage their schema themselves."""
+#: The job table's statements that fire a count trigger, by trigger suffix.
+COUNT_EVENTS = {"count_insert": "INSERT", "count_update": "UPDATE", "count_delete": "DELETE"}
+
+_PG_COUNT_TABLE = """\
+CREATE TABLE "{count}" (
+    "id" bigint NOT NULL PRIMARY KEY GENERATED BY DEFAULT AS IDENTITY,
+    "queue" text NOT NULL,
+    "state" varchar(16) NOT NULL,
+    "n" bigint NOT NULL
+)"""
+
+# One function for the four triggers; each statement of it is planned at its first use, so a
+# branch may name a transition table its trigger does not have. An UPDATE that changes no
+# queue or state (a heartbeat, a meta write) nets to zero and inserts nothing.
+_PG_COUNT_FUNCTION = """\
+CREATE FUNCTION "{function}"() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO "{count}" (queue, state, n)
+        SELECT queue, state, COUNT(*) FROM new_jobs GROUP BY queue, state;
+    ELSIF TG_OP = 'UPDATE' THEN
+        INSERT INTO "{count}" (queue, state, n)
+        SELECT queue, state, SUM(n) FROM (
+            SELECT queue, state, -1 AS n FROM old_jobs
+            UNION ALL SELECT queue, state, 1 AS n FROM new_jobs
+        ) AS moved GROUP BY queue, state HAVING SUM(n) <> 0;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO "{count}" (queue, state, n)
+        SELECT queue, state, -COUNT(*) FROM old_jobs GROUP BY queue, state;
+    ELSE
+        -- TRUNCATE: not MVCC, so a fold running meanwhile cannot leave its sums behind.
+        TRUNCATE "{count}";
+    END IF;
+    RETURN NULL;
+END
+$body$"""
+
+_PG_TRANSITIONS = {
+    "INSERT": "REFERENCING NEW TABLE AS new_jobs ",
+    "UPDATE": "REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs ",
+    "DELETE": "REFERENCING OLD TABLE AS old_jobs ",
+    "TRUNCATE": "",
+}
+
+_SQLITE_COUNT_TABLE = """\
+CREATE TABLE "{count}" (
+    "queue" text NOT NULL,
+    "state" varchar(16) NOT NULL,
+    "n" integer NOT NULL,
+    PRIMARY KEY ("queue", "state")
+) WITHOUT ROWID"""
+
+_SQLITE_BUMP = """\
+    INSERT INTO "{count}" (queue, state, n) VALUES ({row}.queue, {row}.state, {first})
+        ON CONFLICT (queue, state) DO UPDATE SET n = n {sign} 1;
+"""
+
+
+def count_function_name(prefix: str) -> str:
+    """The PostgreSQL function the count triggers call (functions are schema-wide)."""
+    return schema_name(prefix, "count_jobs")
+
+
+def _sqlite_trigger(prefix: str, names: Tables, suffix: str) -> str:
+    event = COUNT_EVENTS[suffix]
+    if event == "UPDATE":
+        head = (
+            f'AFTER UPDATE OF queue, state ON "{names.job}"'
+            " WHEN OLD.queue IS NOT NEW.queue OR OLD.state IS NOT NEW.state"
+        )
+        bumps = [("OLD", "-"), ("NEW", "+")]
+    else:
+        head = f'AFTER {event} ON "{names.job}"'
+        bumps = [("NEW", "+")] if event == "INSERT" else [("OLD", "-")]
+    body = "".join(
+        _SQLITE_BUMP.format(count=names.count, row=row, sign=sign, first=f"{sign}1".lstrip("+"))
+        for row, sign in bumps
+    )
+    return f'CREATE TRIGGER "{schema_name(prefix, suffix)}" {head} BEGIN\n{body}END'
+
+
+def count_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """The count table, its triggers, and the statement that counts the jobs already in the
+    job table (run it in the transaction that creates the triggers: on PostgreSQL creating a
+    trigger locks out writers to the job table until that transaction ends, so no job is
+    counted twice or missed). Migration 0003 runs these; `sql()` ends with them."""
+    _check(vendor, prefix)
+    names = tables(prefix)
+    seed = (
+        f'INSERT INTO "{names.count}" (queue, state, n)'
+        f' SELECT queue, state, COUNT(*) FROM "{names.job}" GROUP BY queue, state'
+    )
+    if vendor == "sqlite":
+        triggers = [_sqlite_trigger(prefix, names, suffix) for suffix in COUNT_EVENTS]
+        return [_SQLITE_COUNT_TABLE.format(count=names.count), *triggers, seed]
+    function = count_function_name(prefix)
+    triggers = [
+        f'CREATE TRIGGER "{schema_name(prefix, suffix)}" AFTER {event} ON "{names.job}"'
+        f' {_PG_TRANSITIONS[event]}FOR EACH STATEMENT EXECUTE FUNCTION "{function}"()'
+        for suffix, event in [*COUNT_EVENTS.items(), ("count_truncate", "TRUNCATE")]
+    ]
+    return [
+        _PG_COUNT_TABLE.format(count=names.count),
+        _PG_COUNT_FUNCTION.format(function=function, count=names.count),
+        *triggers,
+        seed,
+    ]
+
+
+def drop_count_statements(
+    vendor: str, prefix: str = DEFAULT_PREFIX, *, keep_table: bool = False
+) -> list[str]:
+    """Undo `count_statements` (migration 0003 backwards). With `keep_table`, drop only the
+    triggers: the bench measures the hot paths without them that way."""
+    _check(vendor, prefix)
+    names = tables(prefix)
+    suffixes = list(COUNT_EVENTS)
+    if vendor == "sqlite":
+        drops = [f'DROP TRIGGER IF EXISTS "{schema_name(prefix, s)}"' for s in suffixes]
+    else:
+        drops = [
+            f'DROP TRIGGER IF EXISTS "{schema_name(prefix, s)}" ON "{names.job}"'
+            for s in [*suffixes, "count_truncate"]
+        ]
+        if not keep_table:
+            drops.append(f'DROP FUNCTION IF EXISTS "{count_function_name(prefix)}"()')
+    if not keep_table:
+        drops.append(f'DROP TABLE IF EXISTS "{names.count}"')
+    return drops
+
+
+def _check(vendor: str, prefix: object) -> None:
     if vendor not in VENDORS:
         raise ValueError(f"vendor must be one of {', '.join(map(repr, VENDORS))}, got {vendor!r}")
     if not isinstance(prefix, str):
         raise ValueError(f"prefix must be a string, got {prefix!r}")
+
+
+def _table_statements(vendor: str, prefix: str) -> list[str]:
+    """Migrations 0001 and 0002: the tables and the job table's indexes."""
     names = tables(prefix)
     template = _PG_TABLES if vendor == "postgresql" else _SQLITE_TABLES
     text = template.format(
@@ -240,4 +407,23 @@ def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
         cron_like=pg_like_index_name(names.cron, "name"),
         queue_like=pg_like_index_name(names.queue, "name"),
     )
-    return text + "".join(_index_sql(prefix, names.job, spec) for spec in JOB_INDEXES)
+    created = [statement for statement in text.split(";\n") if statement.strip()]
+    return created + [_index_sql(prefix, names.job, spec) for spec in JOB_INDEXES]
+
+
+def statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """`sql()` as a list of statements, without their ``;`` (a function body holds some)."""
+    _check(vendor, prefix)
+    return _table_statements(vendor, prefix) + count_statements(vendor, prefix)
+
+
+def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """The DDL that creates the database store's tables, indexes and count triggers for
+    `vendor` ("postgresql" or "sqlite") and table `prefix`: what the migrations do, for
+    ``MIGRATE=False`` users who manage their schema themselves. Statements end with ``;`` and
+    a newline; the part of migration 0003 (the job counts) starts at the line
+    ``-- job counts (migration 0003)``."""
+    _check(vendor, prefix)
+    tables_part = "".join(s + ";\n" for s in _table_statements(vendor, prefix))
+    counts_part = "".join(s + ";\n" for s in count_statements(vendor, prefix))
+    return f"{tables_part}-- job counts (migration 0003)\n{counts_part}"

@@ -304,6 +304,27 @@ class PostgresStore(SQLStore):
         )
         return cursor.fetchall()
 
+    # -- counts ----------------------------------------------------------------------------
+    #: Delta rows one fold takes at most (the rest wait for the next one).
+    fold_limit = 100_000
+
+    def fold_counts(self) -> None:
+        # One statement: delete the deltas this call could lock and insert their sums. SKIP
+        # LOCKED: two folds at once take disjoint rows instead of waiting for each other, and
+        # each sums exactly the rows it deleted, so together they stay exact. Enqueues and
+        # claims only insert rows, so a fold never waits for them nor they for it.
+        table = self.count_table
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"WITH picked AS MATERIALIZED (SELECT id FROM {table} LIMIT %s"
+                " FOR UPDATE SKIP LOCKED),"
+                f" gone AS (DELETE FROM {table} AS c USING picked WHERE c.id = picked.id"
+                " RETURNING c.queue, c.state, c.n)"
+                f" INSERT INTO {table} (queue, state, n)"
+                " SELECT queue, state, SUM(n) FROM gone GROUP BY 1, 2 HAVING SUM(n) <> 0",
+                [self.fold_limit],
+            )
+
     # -- maintenance -----------------------------------------------------------------------
     def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
         if limit <= 0:
