@@ -212,17 +212,20 @@ local function fenced(j, attempt, token)
 end
 
 -- Insert one job from the 12 values of `v` starting at `i` (`v` is ARGV, or a batch decoded
--- from JSON); returns (id, 1) or (holder id, 0).
+-- from JSON); returns (id, 1) or (holder id, 0). With `id` (a string), the caller has already
+-- checked the unique key and taken the id (a batch takes all its ids with one INCRBY).
 local NEW_JOB_FIELDS = 12
-local function insert_one(v, i)
+local function insert_one(v, i, id)
   local kind, queue, state, args, meta = v[i], v[i + 1], v[i + 2], v[i + 3], v[i + 4]
   local priority, max, created, sched = v[i + 5], v[i + 6], v[i + 7], v[i + 8]
   local has_ukey, ukey, uscope = v[i + 9] == '1', v[i + 10], v[i + 11]
-  if has_ukey then
-    local held_by = holder(ukey)
-    if held_by then return tonumber(held_by), 0 end
+  if not id then
+    if has_ukey then
+      local held_by = holder(ukey)
+      if held_by then return tonumber(held_by), 0 end
+    end
+    id = idstr(redis.call('INCR', K_next_id()))
   end
-  local id = idstr(redis.call('INCR', K_next_id()))
   local fields = {'id', id, 'kind', kind, 'queue', queue, 'state', state, 'args', args,
                   'meta', meta, 'priority', priority, 'attempt', '0', 'max', max,
                   'errors', '[]', 'created', created, 'sched', sched, 'token', '0',
