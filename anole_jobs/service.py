@@ -171,6 +171,7 @@ class Jobs:
         self.clock = settings.clock
         self._cron_lock = threading.Lock()
         self._cron_entries: builtins.list[CronEntry] | None = None
+        self._good_queues: set[str] = set()
 
     # -- building jobs ---------------------------------------------------------------------
     def build(
@@ -205,7 +206,11 @@ class Jobs:
         job_priority = check_priority(spec.priority if priority is None else priority, where=where)
         queue = options.get("queue")
         job_queue = spec.queue if queue is None else queue
-        check_name(job_queue, what="queue", where=where)
+        # A str that passed once passes again (anything else is checked, and refused, each time).
+        if type(job_queue) is not str or job_queue not in self._good_queues:
+            check_name(job_queue, what="queue", where=where)
+            if len(self._good_queues) < 1000:
+                self._good_queues.add(job_queue)
         scheduled_at = self._scheduled_at(now, options.get("delay"), options.get("run_at"), where)
         unique = options.get("unique")
         job_unique = spec.unique if unique is None else unique

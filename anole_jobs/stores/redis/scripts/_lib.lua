@@ -106,9 +106,10 @@ local function flush()
       redis.call('HDEL', K_counts(), field)
     end
   end
-  -- A queue's set of kinds with available jobs follows its (queue, kind) sets.
+  -- A queue's set of kinds with available jobs follows its (queue, kind) sets. A set that
+  -- just got a ZADD exists (where[3]): no need to ask.
   for key, where in pairs(pending.available) do
-    if redis.call('EXISTS', key) == 1 then
+    if where[3] or redis.call('EXISTS', key) == 1 then
       redis.call('SADD', K_ak(where[1]), where[2])
     else
       redis.call('SREM', K_ak(where[1]), where[2])
@@ -150,7 +151,7 @@ local function leave(j)
   if s == 'available' then
     local key = K_av(j.queue, j.kind)
     zrem(key, j.sched .. p)
-    pending.available[key] = {j.queue, j.kind}
+    pending.available[key] = pending.available[key] or {j.queue, j.kind}
   elseif s == 'scheduled' or s == 'retrying' then
     zrem(K_waiting(), j.sched .. p)
   elseif s == 'running' then
@@ -167,7 +168,7 @@ local function enter(j)
   if s == 'available' then
     local key = K_av(j.queue, j.kind)
     zadd(key, -tonumber(j.priority), j.sched .. p)
-    pending.available[key] = {j.queue, j.kind}
+    pending.available[key] = {j.queue, j.kind, true}
   elseif s == 'scheduled' or s == 'retrying' then
     zadd(K_waiting(), 0, j.sched .. p)
   elseif s == 'running' then
