@@ -6,9 +6,10 @@ payload is read back and checked against the field annotations and field rules (
 the enqueue-time check that runs both exactly as the worker will (`check_args`), meta
 validation (`ensure_json_object`) and the canonical text used for unique keys (`canonical_json`).
 
-A leaf module: it imports only the standard library, ``django.core.exceptions`` and
-``anole_jobs.errors`` — never the registry, stores or runtime. Nothing is pickled or imported
-from a payload; a payload can only name values of the types the annotations allow.
+A leaf module: it imports only the standard library, ``django.core.exceptions``,
+``anole_jobs.errors``, ``anole_jobs.jsontext`` and ``anole_jobs.plainargs`` (fast paths) — never
+the registry, stores or runtime. Nothing is pickled or imported from a payload; a payload can
+only name values of the types the annotations allow.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from uuid import UUID
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from anole_jobs.errors import InvalidJob
+from anole_jobs.jsontext import compact
+from anole_jobs.plainargs import plain_encoder
 
 __all__ = [
     "DecodeError",
@@ -232,7 +235,7 @@ def check_payload_size(args: object, meta: object, *, limit: int, where: str) ->
     A queue row is read on every claim and copied on every retry; a payload that large belongs
     in a file or a table, with its key in the job.
     """
-    size = len(_compact(args)) + len(_compact(meta))
+    size = _json_size(args) + _json_size(meta)
     if size > limit:
         raise InvalidJob(
             f"{where}: the job's args and meta take {size} bytes of JSON, more than the "
@@ -241,8 +244,12 @@ def check_payload_size(args: object, meta: object, *, limit: int, where: str) ->
         )
 
 
-def _compact(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+def _json_size(value: object) -> int:
+    """The bytes of `value` as compact UTF-8 JSON."""
+    if isinstance(value, dict) and not value:
+        return 2  # "{}": most meta
+    text = compact(value)
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def canonical_json(value: object) -> str:
@@ -592,6 +599,11 @@ def check_args(value: object) -> dict[str, Any]:
     This is the enqueue-time check: it raises `InvalidJob` (`DecodeError` for type and field
     rule violations) so that a job which could never run is refused at once.
     """
+    plain = plain_encoder(type(value))
+    if plain is not None:  # the same result without the round trip, or None: no shortcut
+        encoded = plain(value)
+        if encoded is not None:
+            return encoded
     encoded = encode_args(value)
     decode_args(type(value), encoded)
     return encoded

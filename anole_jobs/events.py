@@ -16,7 +16,7 @@ from typing import Any
 logger = logging.getLogger("anole_jobs.events")
 
 # Event names (the `name` of an `Event`).
-ENQUEUED = "enqueued"  # queue, kind, inserted (bool)
+ENQUEUED = "enqueued"  # queue, kind, inserted (bool), count (jobs of the batch alike)
 RUN_STARTED = "run_started"  # queue, kind, job_id, attempt
 RUN_FINISHED = "run_finished"  # queue, kind, job_id, attempt, max_attempts, outcome, seconds,
 #   saved (bool), error_type (str | None); emitted only by worker/outcomes.py

@@ -179,7 +179,7 @@ class MetricsListener:
 
     def _enqueued(self, event: events.Event) -> None:
         counter = self.enqueued if event.fields.get("inserted", True) else self.duplicates
-        self._child(counter, *self._kind(event.fields)).inc()
+        self._child(counter, *self._kind(event.fields)).inc(event.fields.get("count", 1))
 
     def _run_started(self, event: events.Event) -> None:
         queue = str(event["queue"])

@@ -12,6 +12,7 @@ import difflib
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
@@ -25,7 +26,15 @@ from anole_jobs.errors import InvalidJob
 from anole_jobs.kinds import KindSpec, Registry, check_name, check_priority, spec_of
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
-from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord, ListFilter, NewJob, Store
+from anole_jobs.stores.base import (
+    LIST_LIMIT_MAX,
+    STATES,
+    JobRecord,
+    ListFilter,
+    NewJob,
+    State,
+    Store,
+)
 from anole_jobs.stores.instrumented import instrument
 from anole_jobs.unique import Unique, unique_key
 
@@ -72,6 +81,77 @@ _warned_outside_transaction: set[str] = set()
 _warned_lock = threading.Lock()
 
 
+@dataclass(frozen=True, slots=True)
+class _KindOptions:
+    """The options of one enqueue call as they apply to one kind (see `Jobs._resolve`)."""
+
+    where: str
+    queue: str
+    priority: int
+    scheduled_at: datetime
+    state: State
+    unique: Unique | None
+
+
+class _Builder:
+    """Builds the jobs of one enqueue call (or one `enqueue_many` batch): the options are
+    checked once per kind, meta and the trace context once per call, the arguments once per
+    job. Errors come in the order a job-by-job check gives: arguments, meta, payload size,
+    then the options."""
+
+    __slots__ = ("_kinds", "_meta", "limit", "now", "options", "service")
+
+    def __init__(self, service: Jobs, now: datetime, options: EnqueueOptions) -> None:
+        self.service = service
+        self.now = now
+        self.options = options
+        self.limit = service.settings.max_payload_bytes
+        self._meta: dict[str, Any] | None = None
+        self._kinds: dict[type, tuple[KindSpec, str, _KindOptions | None]] = {}
+
+    def _job_meta(self) -> dict[str, Any]:
+        if self._meta is None:
+            meta = codec.ensure_json_object(self.options.get("meta"), name="meta")
+            tracing.inject_context(meta, self.options.get("request"))
+            self._meta = meta
+        return dict(self._meta)  # each job its own dict
+
+    def build(self, args: object) -> NewJob:
+        if isinstance(args, type):
+            name = spec_of(args).args_type.__qualname__  # not a kind at all: says so
+            raise InvalidJob(
+                f"enqueue() takes a job, not its class: pass an instance, e.g. {name}(...)"
+            )
+        args_type = type(args)
+        known = self._kinds.get(args_type)
+        if known is None:
+            spec = spec_of(args_type)
+            known = (spec, f"enqueue({spec.name!r})", None)
+        spec, where, resolved = known
+        encoded = codec.check_args(args)
+        job_meta = self._job_meta()
+        codec.check_payload_size(encoded, job_meta, limit=self.limit, where=where)
+        if resolved is None:
+            resolved = self.service._resolve(spec, self.now, self.options)
+            self._kinds[args_type] = (spec, where, resolved)
+        unique = resolved.unique
+        return NewJob(
+            kind=spec.name,
+            queue=resolved.queue,
+            args=encoded,
+            meta=job_meta,
+            priority=resolved.priority,
+            max_attempts=spec.attempts if spec.attempts_of is None else spec.attempts_for(encoded),
+            state=resolved.state,
+            scheduled_at=resolved.scheduled_at,
+            created_at=self.now,
+            unique_key=None
+            if unique is None
+            else unique_key(spec.name, encoded, unique, now=self.now),
+            unique_scope="live" if unique is None else unique.scope,
+        )
+
+
 class Jobs:
     """One configured queue system: settings, a store, the kind registry and the event bus."""
 
@@ -91,6 +171,7 @@ class Jobs:
         self.clock = settings.clock
         self._cron_lock = threading.Lock()
         self._cron_entries: builtins.list[CronEntry] | None = None
+        self._good_queues: set[str] = set()
 
     # -- building jobs ---------------------------------------------------------------------
     def build(
@@ -107,38 +188,41 @@ class Jobs:
         request: object | None = None,
     ) -> NewJob:
         """Validate `args` and the options and return the row to insert (raises InvalidJob)."""
-        if isinstance(args, type):
-            name = spec_of(args).args_type.__qualname__  # not a kind at all: says so
-            raise InvalidJob(
-                f"enqueue() takes a job, not its class: pass an instance, e.g. {name}(...)"
-            )
-        spec: KindSpec = spec_of(type(args))
-        encoded = codec.check_args(args)
-        job_meta = codec.ensure_json_object(meta, name="meta")
-        tracing.inject_context(job_meta, request)
+        options: EnqueueOptions = {
+            "delay": delay,
+            "run_at": run_at,
+            "priority": priority,
+            "queue": queue,
+            "unique": unique,
+            "meta": meta,
+            "request": request,
+        }
+        return _Builder(self, now, options).build(args)
+
+    def _resolve(self, spec: KindSpec, now: datetime, options: EnqueueOptions) -> _KindOptions:
+        """The options of one call as they apply to kind `spec` (the same for all its jobs)."""
         where = f"enqueue({spec.name!r})"
-        codec.check_payload_size(
-            encoded, job_meta, limit=self.settings.max_payload_bytes, where=where
-        )
+        priority = options.get("priority")
         job_priority = check_priority(spec.priority if priority is None else priority, where=where)
+        queue = options.get("queue")
         job_queue = spec.queue if queue is None else queue
-        check_name(job_queue, what="queue", where=where)
-        scheduled_at = self._scheduled_at(now, delay, run_at, where)
+        # A str that passed once passes again (anything else is checked, and refused, each time).
+        if type(job_queue) is not str or job_queue not in self._good_queues:
+            check_name(job_queue, what="queue", where=where)
+            if len(self._good_queues) < 1000:
+                self._good_queues.add(job_queue)
+        scheduled_at = self._scheduled_at(now, options.get("delay"), options.get("run_at"), where)
+        unique = options.get("unique")
         job_unique = spec.unique if unique is None else unique
         if job_unique is not None and not isinstance(job_unique, Unique):
             raise InvalidJob(f"{where}: unique must be a Unique(...), got {job_unique!r}")
-        return NewJob(
-            kind=spec.name,
+        return _KindOptions(
+            where=where,
             queue=job_queue,
-            args=encoded,
-            meta=job_meta,
             priority=job_priority,
-            max_attempts=spec.attempts_for(encoded),
-            state="scheduled" if scheduled_at > now else "available",
             scheduled_at=scheduled_at,
-            created_at=now,
-            unique_key=unique_key(spec.name, encoded, job_unique, now=now) if job_unique else None,
-            unique_scope=job_unique.scope if job_unique else "live",
+            state="scheduled" if scheduled_at > now else "available",
+            unique=job_unique,
         )
 
     @staticmethod
@@ -164,7 +248,7 @@ class Jobs:
     ) -> Enqueued:
         if on_commit and self.store.atomic_alias is None:
             return self._enqueue_on_commit(args, options)
-        job = self.build(args, now=self.clock(), **options)
+        job = _Builder(self, self.clock(), options).build(args)
         return self._insert([job])[0]
 
     def _enqueue_on_commit(self, args: object, options: EnqueueOptions) -> Enqueued:
@@ -209,9 +293,9 @@ class Jobs:
             items = list(iterable)
             connection = connections[DEFAULT_DB_ALIAS]
             if connection.in_atomic_block:
-                now = self.clock()
+                builder = _Builder(self, self.clock(), options)
                 for args in items:
-                    self.build(args, now=now, **options)
+                    builder.build(args)
                 transaction.on_commit(
                     lambda: self.enqueue_many(items, **options), using=DEFAULT_DB_ALIAS
                 )
@@ -239,8 +323,8 @@ class Jobs:
 
     def _plan_batch(self, batch: builtins.list[object], options: EnqueueOptions) -> _Batch:
         """The jobs of one batch to insert, and where each argument's result comes from."""
-        now = self.clock()
-        jobs = [self.build(args, now=now, **options) for args in batch]
+        build = _Builder(self, self.clock(), options).build
+        jobs = [build(args) for args in batch]
         # Within one batch a later duplicate returns the first one (SPEC §13).
         first_of_key: dict[str, int] = {}
         to_insert: list[NewJob] = []
@@ -262,8 +346,16 @@ class Jobs:
             self._warn_if_in_transaction(jobs)
         # The store wakes the workers of the queues it made jobs available in (stores.base).
         results = self.store.insert(jobs)
-        for job, result in zip(jobs, results, strict=True):
-            self.bus.emit(events.ENQUEUED, queue=job.queue, kind=job.kind, inserted=result.inserted)
+        if self.bus.listening:
+            # One event per (queue, kind, inserted) of the batch, with its count.
+            counts: dict[tuple[str, str, bool], int] = {}
+            for job, result in zip(jobs, results, strict=True):
+                key = (job.queue, job.kind, result.inserted)
+                counts[key] = counts.get(key, 0) + 1
+            for (queue, kind, inserted), count in counts.items():
+                self.bus.emit(
+                    events.ENQUEUED, queue=queue, kind=kind, inserted=inserted, count=count
+                )
         return [Enqueued(result.id, result.inserted) for result in results]
 
     def _warn_if_in_transaction(self, jobs: builtins.list[NewJob]) -> None:

@@ -133,6 +133,49 @@ def test_enqueue_many_rejects_the_whole_batch_on_one_bad_item(env):
     assert env.jobs.counts() == {}
 
 
+def test_insert_mixes_key_holders_fresh_keys_and_plain_jobs_in_one_batch(env):
+    # The store takes the ids of a batch's new jobs at once and returns holders for the held
+    # keys: each result must still name the right job, new ids growing in batch order.
+    from anole_jobs import Unique
+
+    store = env.jobs.service.store
+    held = env.jobs.enqueue(Work(tag="held"), unique=Unique(key="held"))
+    now = env.clock()
+    later = now + timedelta(minutes=5)
+
+    def build(tag, **options):
+        return env.jobs.service.build(Work(tag=tag), now=now, meta={"tag": tag}, **options)
+
+    batch = [
+        build("a"),
+        build("dup", unique=Unique(key="held")),
+        build("b", unique=Unique(key="fresh")),
+        build("c", run_at=later),
+        build("d"),
+    ]
+    results = store.insert(batch)
+    assert [r.inserted for r in results] == [True, False, True, True, True]
+    assert results[1].id == held.id
+    new_ids = [r.id for r in results if r.inserted]
+    assert new_ids == sorted(new_ids) and len(set(new_ids)) == 4 and held.id < new_ids[0]
+    for result, job in zip(results, batch, strict=True):
+        record = env.jobs.get(result.id)
+        expected_tag = "held" if not result.inserted else job.args["tag"]
+        assert record.args["tag"] == expected_tag
+        if result.inserted:
+            assert record.meta == {"tag": expected_tag}
+            assert (record.state, record.scheduled_at) == (job.state, job.scheduled_at)
+            assert record.created_at == now and record.unique_key == job.unique_key
+    assert env.jobs.get(results[3].id).state == "scheduled"
+    # One job alone (every single enqueue) keeps the same rules.
+    (again,) = store.insert([build("dup2", unique=Unique(key="fresh"))])
+    assert again == type(again)(results[2].id, False)
+    (alone,) = store.insert([build("e", run_at=later)])
+    assert alone.inserted and alone.id > new_ids[-1]
+    assert env.jobs.get(alone.id).state == "scheduled"
+    assert env.jobs.counts() == {"default": {"available": 4, "scheduled": 2}}
+
+
 # -- outcomes (R15, R16) -----------------------------------------------------------------------
 
 

@@ -35,6 +35,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 from anole_jobs.conf import Settings
+from anole_jobs.jsontext import compact
 from anole_jobs.stores.base import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
@@ -95,7 +96,7 @@ FINAL = literals(FINAL_STATES)
 
 
 def encode_json(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return compact(value)
 
 
 def decode_json(value: object) -> Any:

@@ -47,6 +47,14 @@ def _writers_of(database: object) -> threading.RLock:
         return _WRITERS.setdefault(str(database), threading.RLock())
 
 
+_INSERT_ONE = (
+    "INSERT INTO {table} (kind, queue, state, args, meta, priority, max_attempts, created_at,"
+    " scheduled_at, unique_key, unique_scope, unique_lock, errors, attempt, claim_token)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '[]', 0, 0)"
+    " ON CONFLICT (unique_lock) DO NOTHING RETURNING id, unique_lock"
+)
+
+
 class SqliteStore(SQLStore):
     name = "sqlite"
     vendor = "sqlite"
@@ -114,24 +122,36 @@ class SqliteStore(SQLStore):
 
     # -- statements ------------------------------------------------------------------------
     def insert_rows(self, cursor: CursorWrapper, jobs: Sequence[NewJob]) -> list[tuple[int, Any]]:
-        batch = encode_json(
+        # A batch's jobs mostly share their two times: encode each distinct one once.
+        times: dict[datetime, Any] = {}
+
+        def encode_time(value: datetime) -> Any:
+            encoded = times.get(value)
+            if encoded is None:
+                encoded = times[value] = self.encode_time(value)
+            return encoded
+
+        rows = [
             [
-                [
-                    job.kind,
-                    job.queue,
-                    job.state,
-                    encode_json(job.args),
-                    encode_json(job.meta),
-                    job.priority,
-                    job.max_attempts,
-                    self.encode_time(job.created_at),
-                    self.encode_time(job.scheduled_at),
-                    job.unique_key,
-                    job.unique_scope,
-                ]
-                for job in jobs
+                job.kind,
+                job.queue,
+                job.state,
+                encode_json(job.args),
+                encode_json(job.meta),
+                job.priority,
+                job.max_attempts,
+                encode_time(job.created_at),
+                encode_time(job.scheduled_at),
+                job.unique_key,
+                job.unique_scope,
             ]
-        )
+            for job in jobs
+        ]
+        if len(rows) == 1:
+            # One job (every single enqueue): plain VALUES, no JSON batch to unpack.
+            cursor.execute(_INSERT_ONE.format(table=self.job_table), [*rows[0], jobs[0].unique_key])
+            return cursor.fetchall()
+        batch = encode_json(rows)
         row = _fields(
             (
                 "kind",

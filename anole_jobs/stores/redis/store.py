@@ -30,6 +30,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from anole_jobs.jsontext import compact, compact_ascii
 from anole_jobs.stores.base import (
     AFTER_RUN_STATES,
     FINAL_STATES,
@@ -149,9 +150,8 @@ def _stored_json(value: bytes | str | None, *, fallback: Any) -> Any:
         return _text(value) if fallback is None else fallback
 
 
-def _json(value: Mapping[str, Any]) -> str:
-    # ASCII only: redis-py encodes str as strict UTF-8, which a lone surrogate would break.
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+#: ASCII only: redis-py encodes str as strict UTF-8, which a lone surrogate would break.
+_json = compact_ascii
 
 
 def _json_list(values: list[str]) -> str:
@@ -203,18 +203,20 @@ class RedisStore(Store):
             raise read_failed(method, exc, self.client) from exc
 
     @staticmethod
-    def _new_job_args(job: NewJob) -> list[str]:
+    def _new_job_args(
+        job: NewJob, time_key: Callable[[datetime], str] = time_key
+    ) -> tuple[str, ...]:
         """The NEW_JOB_FIELDS values `insert_one` in _lib.lua reads, in its order."""
         if job.state not in INSERT_STATES:
             raise ValueError(f"a new job's state must be one of {INSERT_STATES}, got {job.state!r}")
         if not job.queue or not job.kind:
             raise ValueError("a job needs a non-empty queue and kind")
-        return [
+        return (
             job.kind,
             job.queue,
             job.state,
             _json(job.args),
-            _json(job.meta),
+            "{}" if not job.meta else _json(job.meta),
             str(int(job.priority)),
             str(int(job.max_attempts)),
             time_key(job.created_at),
@@ -222,18 +224,27 @@ class RedisStore(Store):
             "0" if job.unique_key is None else "1",
             job.unique_key or "",
             job.unique_scope,
-        ]
+        )
 
     # -- enqueueing ------------------------------------------------------------------------
     def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         if not jobs:
             return []
+        times: dict[datetime, str] = {}  # a batch's jobs mostly share their two times
+
+        def batch_time_key(moment: datetime) -> str:
+            key = times.get(moment)
+            if key is None:
+                key = times[moment] = time_key(moment)
+            return key
+
         args: list[str] = []
         for job in jobs:
-            args.extend(self._new_job_args(job))
-        batch = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
-        flat = self._run("insert", self.channel, self._sender, len(jobs), batch)
-        results = [Inserted(int(flat[i]), flat[i + 1] == 1) for i in range(0, len(flat), 2)]
+            args.extend(self._new_job_args(job, batch_time_key))
+        batch = compact(args)
+        reply = self._run("insert", self.channel, self._sender, len(jobs), batch)
+        flat = _text(reply).split(",")
+        results = [Inserted(int(flat[i]), flat[i + 1] == "1") for i in range(0, len(flat), 2)]
         # The script published the wake-up for other processes; this one's waiters are woken
         # here (the listener skips this store's own messages).
         queues = woken_queues(jobs, results)

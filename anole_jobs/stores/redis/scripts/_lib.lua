@@ -106,9 +106,10 @@ local function flush()
       redis.call('HDEL', K_counts(), field)
     end
   end
-  -- A queue's set of kinds with available jobs follows its (queue, kind) sets.
+  -- A queue's set of kinds with available jobs follows its (queue, kind) sets. A set that
+  -- just got a ZADD exists (where[3]): no need to ask.
   for key, where in pairs(pending.available) do
-    if redis.call('EXISTS', key) == 1 then
+    if where[3] or redis.call('EXISTS', key) == 1 then
       redis.call('SADD', K_ak(where[1]), where[2])
     else
       redis.call('SREM', K_ak(where[1]), where[2])
@@ -150,7 +151,7 @@ local function leave(j)
   if s == 'available' then
     local key = K_av(j.queue, j.kind)
     zrem(key, j.sched .. p)
-    pending.available[key] = {j.queue, j.kind}
+    pending.available[key] = pending.available[key] or {j.queue, j.kind}
   elseif s == 'scheduled' or s == 'retrying' then
     zrem(K_waiting(), j.sched .. p)
   elseif s == 'running' then
@@ -167,7 +168,7 @@ local function enter(j)
   if s == 'available' then
     local key = K_av(j.queue, j.kind)
     zadd(key, -tonumber(j.priority), j.sched .. p)
-    pending.available[key] = {j.queue, j.kind}
+    pending.available[key] = {j.queue, j.kind, true}
   elseif s == 'scheduled' or s == 'retrying' then
     zadd(K_waiting(), 0, j.sched .. p)
   elseif s == 'running' then
@@ -212,17 +213,20 @@ local function fenced(j, attempt, token)
 end
 
 -- Insert one job from the 12 values of `v` starting at `i` (`v` is ARGV, or a batch decoded
--- from JSON); returns (id, 1) or (holder id, 0).
+-- from JSON); returns (id, 1) or (holder id, 0). With `id` (a string), the caller has already
+-- checked the unique key and taken the id (a batch takes all its ids with one INCRBY).
 local NEW_JOB_FIELDS = 12
-local function insert_one(v, i)
+local function insert_one(v, i, id)
   local kind, queue, state, args, meta = v[i], v[i + 1], v[i + 2], v[i + 3], v[i + 4]
   local priority, max, created, sched = v[i + 5], v[i + 6], v[i + 7], v[i + 8]
   local has_ukey, ukey, uscope = v[i + 9] == '1', v[i + 10], v[i + 11]
-  if has_ukey then
-    local held_by = holder(ukey)
-    if held_by then return tonumber(held_by), 0 end
+  if not id then
+    if has_ukey then
+      local held_by = holder(ukey)
+      if held_by then return tonumber(held_by), 0 end
+    end
+    id = idstr(redis.call('INCR', K_next_id()))
   end
-  local id = idstr(redis.call('INCR', K_next_id()))
   local fields = {'id', id, 'kind', kind, 'queue', queue, 'state', state, 'args', args,
                   'meta', meta, 'priority', priority, 'attempt', '0', 'max', max,
                   'errors', '[]', 'created', created, 'sched', sched, 'token', '0',
