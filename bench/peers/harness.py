@@ -23,11 +23,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_DSN = "host=127.0.0.1 port=5432 user=postgres"
@@ -107,6 +108,13 @@ def measure(peer: Peer, args: argparse.Namespace) -> dict[str, Any]:
 
 def work(peer: Peer, n: int, cap: float) -> tuple[int, float]:
     """Start the worker on `n` waiting jobs; (jobs finished, seconds from first to last)."""
+    # The worker's log goes to a file, not a pipe: nobody reads a pipe while the worker runs,
+    # and a worker that logs a line per job (runjobs at INFO) blocks once its 64 KiB fill up.
+    with tempfile.TemporaryFile() as log:
+        return _work(peer, n, cap, log)
+
+
+def _work(peer: Peer, n: int, cap: float, log: IO[bytes]) -> tuple[int, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **peer.worker_env}
     proc = subprocess.Popen(
         peer.worker_argv,
@@ -114,21 +122,21 @@ def work(peer: Peer, n: int, cap: float) -> tuple[int, float]:
         cwd=str(ROOT),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
         start_new_session=True,
     )
     try:
         deadline = time.perf_counter() + 120
         while (left := peer.unfinished()) >= n:
             if proc.poll() is not None:
-                raise RuntimeError(f"{peer.name} worker exited: {_tail(proc)}")
+                raise RuntimeError(f"{peer.name} worker exited: {_tail(log)}")
             if time.perf_counter() > deadline:
                 raise TimeoutError(f"{peer.name}: the worker started no job in 120 s")
             time.sleep(0.01)
         first, first_left = time.perf_counter(), left
         while left > 0 and time.perf_counter() - first < cap:
             if proc.poll() is not None:
-                raise RuntimeError(f"{peer.name} worker exited: {_tail(proc)}")
+                raise RuntimeError(f"{peer.name} worker exited: {_tail(log)}")
             time.sleep(0.01)
             left = peer.unfinished()
         return first_left - left, time.perf_counter() - first
@@ -136,12 +144,11 @@ def work(peer: Peer, n: int, cap: float) -> tuple[int, float]:
         _stop(proc)
 
 
-def _tail(proc: subprocess.Popen[bytes]) -> str:
-    try:
-        _, err = proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        return "(no output)"
-    return err.decode(errors="replace")[-1500:]
+def _tail(log: IO[bytes]) -> str:
+    log.flush()
+    log.seek(0, os.SEEK_END)
+    log.seek(max(0, log.tell() - 1500))
+    return log.read().decode(errors="replace") or "(no output)"
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -158,8 +165,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             continue
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # whatever it forked
-    if proc.stderr is not None:
-        proc.stderr.close()
 
 
 def main(build: Callable[[argparse.Namespace], Peer]) -> None:
