@@ -19,7 +19,7 @@ from django.db import connections, transaction
 
 from anole_jobs import Unique
 from anole_jobs.stores.database.base import FOLD_AFTER
-from tests.contract.test_database_store import LEASE, NOW, _run_django
+from tests.contract.test_database_store import LEASE, NOW, _run_django, run_django_with
 from tests.contract.test_state_machine import recount
 from tests.sampleapp.jobs import Prioritized, Work
 
@@ -185,38 +185,15 @@ def test_migration_0003_counts_the_jobs_already_in_the_table(tmp_path: Path) -> 
             [("a", "available")] * 3 + [("a", "completed")] * 2 + [("b", "dead")],
         )
     settings_name = next(tmp_path.glob("alt_settings_*.py")).stem
-    _run_django_again(tmp_path, settings_name, "migrate", "anole_jobs")
+    run_django_with(tmp_path, settings_name, "migrate", "anole_jobs")
     with sqlite3.connect(database) as db:
         db.execute("DELETE FROM anole_jobs_job WHERE state = 'completed'")  # the triggers run
         rows = db.execute("SELECT queue, state, n FROM anole_jobs_count WHERE n <> 0").fetchall()
     assert sorted(rows) == [("a", "available", 3), ("b", "dead", 1)]
-    _run_django_again(tmp_path, settings_name, "migrate", "anole_jobs", "0002_queue")  # reversible
+    run_django_with(tmp_path, settings_name, "migrate", "anole_jobs", "0002_queue")  # reversible
     with sqlite3.connect(database) as db:
         left = db.execute("SELECT name FROM sqlite_master WHERE name LIKE '%count%'").fetchall()
     assert left == []
-
-
-def _run_django_again(tmp_path: Path, settings_name: str, *command: str) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from tests.contract.test_database_store import ROOT
-
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
-        "DJANGO_SETTINGS_MODULE": settings_name,
-    }
-    result = subprocess.run(
-        [sys.executable, "-m", "django", *command],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.needs("postgres")

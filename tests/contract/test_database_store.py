@@ -145,10 +145,17 @@ def _run_django(tmp_path: Path, prefix: str, migrate: bool, *command: str) -> Pa
         f"'NAME': {str(database)!r}}}}}\n"
         f"ANOLE_JOBS = {{'STORE': 'memory', 'TABLE_PREFIX': {prefix!r}, 'MIGRATE': {migrate}}}\n"
     )
+    run_django_with(tmp_path, name, *command)
+    return database
+
+
+def run_django_with(tmp_path: Path, settings_name: str, *command: str) -> None:
+    """Run manage.py `command` in a fresh process with the settings module `settings_name`
+    (a file in `tmp_path`, as `_run_django` writes); it must succeed."""
     env = {
         **os.environ,
         "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
-        "DJANGO_SETTINGS_MODULE": name,
+        "DJANGO_SETTINGS_MODULE": settings_name,
     }
     result = subprocess.run(
         [sys.executable, "-m", "django", *command],
@@ -159,7 +166,6 @@ def _run_django(tmp_path: Path, prefix: str, migrate: bool, *command: str) -> Pa
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    return database
 
 
 def sqlite_schema(path: Path | str, prefix: str = "anole_jobs_") -> set[tuple[str, ...]]:
