@@ -25,7 +25,7 @@ import contextlib
 import json
 import threading
 from abc import abstractmethod
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -596,6 +596,42 @@ def _distinct_chunks(results: Sequence[Finish]) -> Iterator[list[Finish]]:
         ids.add(result.run.id)
     if chunk:
         yield chunk
+
+
+def insert_values(
+    jobs: Sequence[NewJob],
+    *,
+    encode_args: Callable[[Any], Any],
+    encode_time: Callable[[datetime], Any],
+) -> list[list[Any]]:
+    """Each job's values for an insert, in the order every vendor's insert statement reads
+    them: kind, queue, state, args, meta, priority, max_attempts, created_at, scheduled_at,
+    unique_key, unique_scope. A batch's jobs mostly share their two times, so each distinct
+    time is encoded once."""
+    times: dict[datetime, Any] = {}
+
+    def time(value: datetime) -> Any:
+        encoded = times.get(value)
+        if encoded is None:
+            encoded = times[value] = encode_time(value)
+        return encoded
+
+    return [
+        [
+            job.kind,
+            job.queue,
+            job.state,
+            encode_args(job.args),
+            encode_args(job.meta),
+            job.priority,
+            job.max_attempts,
+            time(job.created_at),
+            time(job.scheduled_at),
+            job.unique_key,
+            job.unique_scope,
+        ]
+        for job in jobs
+    ]
 
 
 def error_json(error: Any) -> str | None:

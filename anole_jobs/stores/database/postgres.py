@@ -38,6 +38,7 @@ from anole_jobs.stores.database.base import (
     aware_utc,
     decode_json,
     encode_json,
+    insert_values,
 )
 from anole_jobs.stores.database.pg_session import AdvisoryLeadership, Listener
 from anole_jobs.stores.wakeups import Subscription
@@ -65,6 +66,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def _from_micros(value: int | None) -> datetime | None:
     return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 class PostgresStore(SQLStore):
@@ -155,33 +160,7 @@ class PostgresStore(SQLStore):
         # encoder and unpacked by the server (`json_to_recordset`): dumping one text array per
         # column made psycopg quote every element in Python, a third of enqueue_many's time.
         # args and meta go in as JSON values, not JSON text inside JSON (no double encoding).
-        # A batch's jobs mostly share their two times: write each distinct one once.
-        times: dict[datetime, str] = {}
-
-        def iso(value: datetime) -> str:
-            text = times.get(value)
-            if text is None:
-                text = times[value] = value.isoformat()
-            return text
-
-        batch = encode_json(
-            [
-                [
-                    job.kind,
-                    job.queue,
-                    job.state,
-                    job.args,
-                    job.meta,
-                    job.priority,
-                    job.max_attempts,
-                    iso(job.created_at),
-                    iso(job.scheduled_at),
-                    job.unique_key,
-                    job.unique_scope,
-                ]
-                for job in jobs
-            ]
-        )
+        batch = encode_json(insert_values(jobs, encode_args=_as_is, encode_time=datetime.isoformat))
         insert = (
             f"INSERT INTO {self.job_table} (kind, queue, state, args, meta, errors, priority,"
             " attempt, max_attempts, claim_token, created_at, scheduled_at, unique_key,"
@@ -218,20 +197,8 @@ class PostgresStore(SQLStore):
             " VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, '[]'::jsonb, %s, 0, %s, 0, %s, %s, %s,"
             " %s, %s) ON CONFLICT (unique_lock) DO NOTHING RETURNING id, unique_lock"
         )
-        params: list[Any] = [
-            job.kind,
-            job.queue,
-            job.state,
-            encode_json(job.args),
-            encode_json(job.meta),
-            job.priority,
-            job.max_attempts,
-            job.created_at,
-            job.scheduled_at,
-            job.unique_key,
-            job.unique_scope,
-            job.unique_key,
-        ]
+        (values,) = insert_values([job], encode_args=encode_json, encode_time=_as_is)
+        params: list[Any] = [*values, job.unique_key]
         if self.notify and job.state == "available":
             sql = f"WITH ins AS ({insert}) SELECT id, unique_lock, pg_notify(%s, %s) FROM ins"
             params += [self.channel, job.queue]

@@ -26,7 +26,14 @@ from django.utils import timezone
 
 from anole_jobs.conf import Settings
 from anole_jobs.stores.base import ErrorEntry, Finish, NewJob, Rescued, RunRef
-from anole_jobs.stores.database.base import FINAL, SQLStore, aware_utc, encode_json, error_json
+from anole_jobs.stores.database.base import (
+    FINAL,
+    SQLStore,
+    aware_utc,
+    encode_json,
+    error_json,
+    insert_values,
+)
 from anole_jobs.stores.database.ddl import index_name
 
 MIN_SQLITE = (3, 35, 0)
@@ -122,31 +129,7 @@ class SqliteStore(SQLStore):
 
     # -- statements ------------------------------------------------------------------------
     def insert_rows(self, cursor: CursorWrapper, jobs: Sequence[NewJob]) -> list[tuple[int, Any]]:
-        # A batch's jobs mostly share their two times: encode each distinct one once.
-        times: dict[datetime, Any] = {}
-
-        def encode_time(value: datetime) -> Any:
-            encoded = times.get(value)
-            if encoded is None:
-                encoded = times[value] = self.encode_time(value)
-            return encoded
-
-        rows = [
-            [
-                job.kind,
-                job.queue,
-                job.state,
-                encode_json(job.args),
-                encode_json(job.meta),
-                job.priority,
-                job.max_attempts,
-                encode_time(job.created_at),
-                encode_time(job.scheduled_at),
-                job.unique_key,
-                job.unique_scope,
-            ]
-            for job in jobs
-        ]
+        rows = insert_values(jobs, encode_args=encode_json, encode_time=self.encode_time)
         if len(rows) == 1:
             # One job (every single enqueue): plain VALUES, no JSON batch to unpack.
             cursor.execute(_INSERT_ONE.format(table=self.job_table), [*rows[0], jobs[0].unique_key])
