@@ -25,6 +25,7 @@ class RunControl(Protocol):
     def check_cancelled(self) -> None: ...
     def complete_in(self, using: str) -> None: ...
     def record_output(self, output: Any) -> None: ...
+    def record_meta(self, key: str, value: Any) -> None: ...
 
 
 def _delay(value: Duration, what: str) -> timedelta:
@@ -130,6 +131,18 @@ class Job:
         encoded = encode_value(output, name="output")
         self._control.record_output(encoded)
         self.meta["output"] = encoded
+
+    def record_meta(self, key: str, value: object) -> None:
+        """Store `value` (JSON) under `key` in the job's meta at once, fenced like
+        `record_output`, for bookkeeping that must outlive this attempt (the django.tasks
+        backend keeps the first attempt's start there). It is written even after the run was
+        cancelled (a timeout), as long as the run is still the job's current one; raises
+        `Canceled` when it is not. Use `record_output` for the run's result."""
+        if key == "output":
+            raise InvalidJob('meta["output"] is the run\'s result: use record_output')
+        encoded = encode_value(value, name=f"meta[{key!r}]")
+        self._control.record_meta(key, encoded)
+        self.meta[key] = encoded
 
     def complete_in(self, *, using: str) -> None:
         """Mark this job completed inside the open `transaction.atomic(using=...)` (R20)."""
