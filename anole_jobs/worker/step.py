@@ -13,7 +13,14 @@ import socket
 import threading
 
 from anole_jobs.maintenance.cron import CronScheduler
-from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
+from anole_jobs.maintenance.duties import (
+    Leadership,
+    Pruner,
+    QueuedGauge,
+    Rescuer,
+    Stager,
+    UnhandledKinds,
+)
 from anole_jobs.records import RunRecord, StepReport
 from anole_jobs.service import Jobs
 from anole_jobs.worker.executor import Executor
@@ -32,6 +39,7 @@ class Stepper:
         self.executor = Executor(service, manual=True)
         self.outcomes = Outcomes(service)
         self.cron = CronScheduler(service)
+        self.gauge = QueuedGauge(service)
         self._local = threading.local()
 
     def _leadership(self) -> Leadership:
@@ -49,6 +57,8 @@ class Stepper:
         staged = Stager(service).run_once(now)
         rescued = len(Rescuer(service).run_once(now))
         pruned = Pruner(service).run_once(now) if leader else 0
+        if leader:
+            self.gauge.run_once(now)
         runs = []
         queues = list(service.settings.queues)
         handled = service.registry.handled_kinds()
