@@ -1,9 +1,10 @@
-"""Manual mode (R35): `jobs.step()` runs one round in the calling thread, no threads started.
+"""Manual mode: `jobs.step()` runs one round in the calling thread, no threads started.
 
-Order: leader, cron, stage, rescue, prune (leader only), then every due job of every configured
-queue, one after the other. In manual mode there is no heartbeat: a lease ends `LEASE` after
-the claim. `step()` may run in several threads at once; each thread is an instance. A kind's
-timeout is enforced as in the runtime: the handler is cancelled at its next wait after it.
+Order: leader, cron, stage, rescue, prune and the queued-jobs gauge (leader only), then every
+due job of every configured queue, one after the other. In manual mode there is no heartbeat:
+a lease ends `LEASE` after the claim. `step()` may run in several threads at once; each thread
+is an instance. A kind's timeout is enforced as in the runtime: the handler is cancelled at
+its next wait after it.
 """
 
 from __future__ import annotations
