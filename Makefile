@@ -1,10 +1,12 @@
-# The two commands of the README, plus the checks CI runs and the docs site.
+# The two commands of the README, plus the checks CI runs and the documentation site.
 #
 #   make demo    set up .venv, then run the test project's demo (SQLite, real workers)
 #   make test    set up .venv, then run the test suite
 #   make lint    ruff, ruff format --check, mypy, import-linter
 #   make check   the test project's system checks and migration drift
-#   make docs    build the documentation site into site/ (mkdocs build --strict)
+#   make docs    build the documentation site into site/; open site/index.html in a browser
+#                (links work from disk; the search box needs a server:
+#                python3 -m http.server -d site 8000, then http://127.0.0.1:8000/)
 #
 # The virtualenv is made with $(PYTHON) (default: python3, 3.11 or newer) and the package is
 # installed into it quietly (pip's output shows only on failure), again whenever
@@ -28,7 +30,8 @@ PYTEST_ARGS ?=
 venv:
 	@sh tools/ensure-venv.sh "$(PYTHON)" "$(PYTHON_CHOSEN)" "$(VENV)" "$(STAMP)"
 
-# The stamp the coordinator's tooling asks for by name: same as `venv`.
+# `make .venv/.anole-installed` is the same as `make venv`, for scripts that name the file
+# the set-up leaves behind.
 $(STAMP): pyproject.toml
 	@sh tools/ensure-venv.sh "$(PYTHON)" "$(PYTHON_CHOSEN)" "$(VENV)" "$(STAMP)"
 
@@ -56,3 +59,4 @@ docs: venv
 		touch $(DOCS_STAMP); \
 	fi
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	@echo "make: the site is in site/; open site/index.html in a browser"

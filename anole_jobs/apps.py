@@ -1,6 +1,7 @@
 """The Django app: `ready()` autodiscovers each installed app's `jobs` module (like admin.py),
-registers the system checks and, with the django.tasks backend configured, its job kind; it
-starts no thread and raises nothing."""
+registers the system checks, the metrics (so a project's /metrics shows them from the start)
+and, with the django.tasks backend configured, its job kind; it starts no thread, connects to
+nothing and raises nothing."""
 
 from __future__ import annotations
 
@@ -23,6 +24,17 @@ class AnoleJobsConfig(AppConfig):
 
         autodiscover_modules("jobs")
         _register_task_kind()
+        _register_metrics()
+
+
+def _register_metrics() -> None:
+    """Put the metrics in their registry now, not at the first job, so a web process that
+    serves prometheus-client's registry shows them before anything is enqueued. Raises
+    nothing: bad settings are the system checks' to report."""
+    from anole_jobs import conf, metrics
+
+    with contextlib.suppress(ImproperlyConfigured):
+        metrics.register(conf.read_settings())
 
 
 def _register_task_kind() -> None:

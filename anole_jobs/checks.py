@@ -1,5 +1,6 @@
-"""Django system checks `anole_jobs.E0xx` / `W0xx` (R10): every misconfiguration a user can
-make, reported by `manage.py check` without connecting to any server."""
+"""Django system checks `anole_jobs.E0xx` / `W0xx` (listed in docs/configuration.md): every
+misconfiguration a user can make, reported by `manage.py check` without connecting to any
+server."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def _metrics_dependency() -> list[checks.CheckMessage]:
 
 
 def _cron(settings: conf.Settings) -> list[checks.CheckMessage]:
-    """Each problem with a `CRON` entry (R26); imports job types, connects to nothing."""
+    """Each problem with a `CRON` entry (docs/cron.md); imports job types, connects to
+    nothing."""
     from anole_jobs.schedules import validate_cron
 
     return [
@@ -101,7 +103,7 @@ def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:
             messages.append(
                 checks.Error(
                     "the PostgreSQL jobs store needs psycopg 3",
-                    hint='pip install "anole-jobs[postgres]"',
+                    hint='install the postgres extra: pip install "/path/to/anole_jobs[postgres]"',
                     id="anole_jobs.E011",
                 )
             )
@@ -112,7 +114,7 @@ def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:
             messages.append(
                 checks.Error(
                     "the Redis jobs store needs django-redis",
-                    hint='pip install "anole-jobs[redis]"',
+                    hint='install the redis extra: pip install "/path/to/anole_jobs[redis]"',
                     id="anole_jobs.E012",
                 )
             )

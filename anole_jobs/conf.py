@@ -1,4 +1,4 @@
-"""A typed, lazily read view of ``settings.ANOLE_JOBS`` (R9–R11).
+"""A typed, lazily read view of ``settings.ANOLE_JOBS`` (the keys are in docs/configuration.md).
 
 `read_settings()` parses the dict once per settings change and either returns a `Settings` or
 raises `ConfigurationError` listing every problem. `problems()` returns the same findings as
@@ -38,12 +38,14 @@ KNOWN_KEYS = (
     "PRUNE",
     "CRON",
     "METRICS",
+    "METRICS_REGISTRY",
     "TRACING",
     "ADMIN_PERMISSION",
     "STARTUP_TIMEOUT",
     "MAX_PAYLOAD_BYTES",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout")
+METRICS_REGISTRIES = ("default", "private")
 PRUNE_STATES = ("completed", "dead", "cancelled")
 DEFAULT_PRUNE = {
     "completed": timedelta(hours=24),
@@ -90,6 +92,9 @@ class Settings:
     prune: Mapping[str, timedelta] = field(default_factory=lambda: dict(DEFAULT_PRUNE))
     cron: tuple[Mapping[str, Any], ...] = ()
     metrics: bool = True
+    #: "default": prometheus-client's global `REGISTRY` (where a project's /metrics looks);
+    #: "private": a registry of anole_jobs' own (`anole_jobs.metrics.private_registry()`).
+    metrics_registry: Literal["default", "private"] = "default"
     sample_all: bool = True
     tracing: bool = True
     admin_permission: str | None = None
@@ -170,6 +175,7 @@ class _Parser:
         migrate = self.boolean(raw, "MIGRATE", True)
         notify = self.boolean(raw, "NOTIFY", True)
         metrics = self.boolean(raw, "METRICS", True)
+        metrics_registry = self.choice(raw, "METRICS_REGISTRY", METRICS_REGISTRIES, "default")
         tracing, sample_all = self.tracing(raw.get("TRACING", {"sample_all": True}))
         cron = raw.get("CRON", [])
         if not isinstance(cron, (list, tuple)):
@@ -195,6 +201,7 @@ class _Parser:
             prune=prune,
             cron=tuple(cron),
             metrics=metrics,
+            metrics_registry=metrics_registry,  # type: ignore[arg-type]
             tracing=tracing,
             sample_all=sample_all,
             admin_permission=permission,

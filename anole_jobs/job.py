@@ -1,4 +1,4 @@
-"""The handler-facing `Job` (R16, R19): what a handler receives with its decoded arguments.
+"""The handler-facing `Job`: what a handler receives with its decoded arguments.
 
 Control methods raise the `BaseException` subclasses of `errors`; waits and transactional
 completion are delegated to a `RunControl` the runner supplies, so this module stays a leaf
@@ -25,6 +25,7 @@ class RunControl(Protocol):
     def check_cancelled(self) -> None: ...
     def complete_in(self, using: str) -> None: ...
     def record_output(self, output: Any) -> None: ...
+    def record_meta(self, key: str, value: Any) -> None: ...
 
 
 def _delay(value: Duration, what: str) -> timedelta:
@@ -58,7 +59,7 @@ class Job:
         self.kind = kind
         self.queue = queue
         # A row written behind the store's back may hold arguments that are not an object:
-        # keep them as they are so decoding discards the job with a message (R6), rather than
+        # keep them as they are so decoding discards the job with a message, rather than
         # failing here, around the handler, on every attempt. A meta that is not an object is
         # only lost trace context.
         self.args: dict[str, Any] = dict(args) if isinstance(args, Mapping) else args
@@ -76,7 +77,7 @@ class Job:
     def __repr__(self) -> str:
         return f"<Job {self.id} {self.kind} attempt {self.attempt}/{self.max_attempts}>"
 
-    # -- trace context (R33) ---------------------------------------------------------------
+    # -- trace context: what the enqueuer's span carried ------------------------------------
     def traceparent(self) -> str | None:
         """The enqueuer's trace context, as stored in `meta`."""
         value = self.meta.get("traceparent")
@@ -86,7 +87,7 @@ class Job:
         value = self.meta.get("tracestate")
         return value if isinstance(value, str) else None
 
-    # -- decisions (R16) -------------------------------------------------------------------
+    # -- decisions: snooze, discard, retry (docs/concepts.md) -------------------------------
     def snooze(self, delay: Duration) -> None:
         """Run again after `delay`; this attempt is not counted."""
         raise Snooze(_delay(delay, "snooze delay"))
@@ -109,14 +110,14 @@ class Job:
 
     # -- helpers ---------------------------------------------------------------------------
     def bind(self, args_type: type[T]) -> T:
-        """Decode the raw arguments into `args_type`; a violation discards the job (R6)."""
+        """Decode the raw arguments into `args_type`; a violation discards the job."""
         try:
             return decode_args(args_type, self.args)
         except DecodeError as exc:
             raise Discard(str(exc)) from None
 
     def sleep(self, delay: Duration) -> None:
-        """Wait `delay`, or raise `Canceled` as soon as the run is cancelled (R18)."""
+        """Wait `delay`, or raise `Canceled` as soon as the run is cancelled."""
         self._control.sleep(_delay(delay, "sleep delay"))
 
     def check_cancelled(self) -> None:
@@ -131,6 +132,19 @@ class Job:
         self._control.record_output(encoded)
         self.meta["output"] = encoded
 
+    def record_meta(self, key: str, value: object) -> None:
+        """Store `value` (JSON) under `key` in the job's meta at once, fenced like
+        `record_output`, for bookkeeping that must outlive this attempt (the django.tasks
+        backend keeps the first attempt's start there). It is written even after the run was
+        cancelled (a timeout), as long as the run is still the job's current one; raises
+        `Canceled` when it is not. Use `record_output` for the run's result."""
+        if key == "output":
+            raise InvalidJob('meta["output"] is the run\'s result: use record_output')
+        encoded = encode_value(value, name=f"meta[{key!r}]")
+        self._control.record_meta(key, encoded)
+        self.meta[key] = encoded
+
     def complete_in(self, *, using: str) -> None:
-        """Mark this job completed inside the open `transaction.atomic(using=...)` (R20)."""
+        """Mark this job completed inside the open `transaction.atomic(using=...)`, so
+        the job completes if and only if the transaction commits."""
         self._control.complete_in(using)

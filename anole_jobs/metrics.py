@@ -1,14 +1,20 @@
-"""Prometheus metrics (R32, R42): the app's own registry, fed by the event bus.
+"""Prometheus metrics (docs/observability.md), fed by the event bus.
 
 The runtime and the service say what happened on `events.bus`; `MetricsListener` turns those
 events into prometheus-client metrics. No store and no worker imports this module: with
 `METRICS` off, or without prometheus-client installed, nothing subscribes and an event costs
 one empty-tuple check.
 
-`registry` is the app's own `CollectorRegistry` (None without prometheus-client), so tests and
-users can read it (`registry.get_sample_value(...)`) and projects can expose it beside their
-own. Under prometheus-client's multiprocess mode (`PROMETHEUS_MULTIPROC_DIR` set before the
-first import of prometheus-client) every process writes its values to that directory and
+Where the metrics live is ``METRICS_REGISTRY``: by default prometheus-client's global
+`REGISTRY`, where a project's own ``/metrics`` (django-prometheus, or prometheus-client's
+`generate_latest()` / `make_wsgi_app()`) already looks, so the metrics show with no code;
+``"private"`` keeps them in a registry of their own (`private_registry()`). Each registry gets
+its metrics once per process (`listener_for`), however often settings change: registering a
+name twice in one registry is an error in prometheus-client. The app registers them when
+Django starts (`apps.ready`), so a web process's ``/metrics`` shows them before any job runs.
+
+Under prometheus-client's multiprocess mode (`PROMETHEUS_MULTIPROC_DIR` set before the first
+import of prometheus-client) every process writes its values to that directory and
 `exposition_registry()` reads them all.
 
 Leaf module: imports only `events` and `conf` from the app.
@@ -23,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from anole_jobs import events
-from anole_jobs.conf import Settings, raw_settings
+from anole_jobs.conf import Settings, raw_settings, read_settings
 
 logger = logging.getLogger("anole_jobs.metrics")
 
@@ -38,7 +44,7 @@ LABEL_CAP = 256
 OTHER = "other"
 #: Run times span milliseconds to the default 15-minute timeout and beyond.
 RUN_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
-INSTALL_HINT = 'pip install "anole-jobs[metrics]"'
+INSTALL_HINT = 'install the metrics extra: pip install "/path/to/anole_jobs[metrics]"'
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
@@ -77,7 +83,8 @@ class LabelCap:
 
 
 class MetricsListener:
-    """An event-bus listener that keeps the metrics of R32 in `registry`."""
+    """An event-bus listener that keeps anole_jobs' metrics (docs/observability.md) in
+    `registry`."""
 
     def __init__(self, registry: Any, *, cap: int = LABEL_CAP) -> None:
         if prometheus_client is None:
@@ -240,9 +247,73 @@ class MetricsListener:
             self._queued_keys |= current.keys()
 
 
-#: The app's own registry and listener (None without prometheus-client).
-registry: Any = CollectorRegistry(auto_describe=True) if prometheus_client is not None else None
-listener: MetricsListener | None = MetricsListener(registry) if registry is not None else None
+#: The metrics of each registry, made once per process (see the module docstring).
+_listeners: dict[str, MetricsListener] = {}
+_private: Any = None
+_setup_lock = threading.Lock()
+
+
+def private_registry() -> Any:
+    """The registry of anole_jobs' own, used with ``METRICS_REGISTRY="private"``."""
+    global _private
+    if prometheus_client is None:
+        raise RuntimeError(f"prometheus-client is not installed ({INSTALL_HINT})")
+    with _setup_lock:
+        if _private is None:
+            _private = CollectorRegistry(auto_describe=True)
+        return _private
+
+
+def _registry_named(name: str) -> Any:
+    return prometheus_client.REGISTRY if name == "default" else private_registry()
+
+
+def _drop_stale(registry: Any) -> None:
+    """Unregister `anole_jobs` collectors an earlier copy of this module left in `registry`
+    (a reloaded module), so registering ours again is not a duplicate."""
+    names = getattr(registry, "_names_to_collectors", None)
+    if not isinstance(names, dict):
+        return
+    stale = {
+        collector
+        for name, collector in list(names.items())
+        if name.startswith(("anole_jobs_", "anole_cron_"))
+    }
+    for collector in stale:
+        registry.unregister(collector)
+    if stale:
+        logger.info("replaced the anole_jobs metrics an earlier import registered")
+
+
+def listener_for(settings: Settings) -> MetricsListener | None:
+    """The listener keeping the metrics in the registry `settings` choose, made (and its
+    metrics registered) on first use; None when metrics are off for `settings`."""
+    if status(settings) is not None:
+        return None
+    name = settings.metrics_registry
+    listener = _listeners.get(name)
+    if listener is not None:
+        return listener
+    registry = _registry_named(name)
+    with _setup_lock:
+        listener = _listeners.get(name)
+        if listener is None:
+            _drop_stale(registry)
+            listener = _listeners[name] = MetricsListener(registry)
+    return listener
+
+
+def register(settings: Settings) -> Any:
+    """Register the metrics where `settings` say (idempotent); returns that registry, or None
+    when metrics are off."""
+    listener = listener_for(settings)
+    return None if listener is None else listener.registry
+
+
+def current_registry() -> Any:
+    """The registry the configured settings keep the metrics in (registering them if needed;
+    None when metrics are off)."""
+    return register(read_settings())
 
 
 def status(settings: Settings) -> str | None:
@@ -263,7 +334,8 @@ def explicitly_enabled() -> bool:
 def observe(bus: events.EventBus, settings: Settings) -> Callable[[], None]:
     """Subscribe the app's metrics to `bus` when `settings` turn them on; returns the
     function that unsubscribes (a no-op when nothing was subscribed)."""
-    if listener is None or status(settings) is not None:
+    listener = listener_for(settings)
+    if listener is None:
         return _nothing
     return bus.subscribe(listener)
 
@@ -273,12 +345,13 @@ def _nothing() -> None:
 
 
 def exposition_registry() -> Any:
-    """The registry to serve: the app's own, or, in multiprocess mode, one that reads every
-    process's files."""
+    """The registry to serve: the one the metrics live in (``METRICS_REGISTRY``), or, in
+    multiprocess mode, one that reads every process's files."""
     if prometheus_client is None:
         raise RuntimeError(f"prometheus-client is not installed ({INSTALL_HINT})")
     if multiprocess_dir() is None:
-        return registry
+        settings = read_settings()
+        return register(settings) or _registry_named(settings.metrics_registry)
     from prometheus_client import multiprocess
 
     collecting = CollectorRegistry()

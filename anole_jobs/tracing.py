@@ -1,4 +1,5 @@
-"""Trace context (R33, R34): what a job carries from its enqueuer, and each run's span.
+"""Trace context (docs/observability.md): what a job carries from its enqueuer, and each run's
+span.
 
 `inject_context` stores the enqueuer's context in a job's meta at enqueue. `start_run_span`
 opens the span of one attempt: `process <queue>`, kind CONSUMER, a new trace of its own,
@@ -37,7 +38,7 @@ except ImportError:  # the `tracing` extra is optional
     otel_context = None  # type: ignore[assignment]
 
 TRACEPARENT_RE = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
-INSTALL_HINT = 'pip install "anole-jobs[tracing]"'
+INSTALL_HINT = 'install the tracing extra: pip install "/path/to/anole_jobs[tracing]"'
 TRACER_NAME = "anole_jobs"
 #: Outcomes whose cancel is not a failure: their span carries no error and no ERROR status.
 NOT_FAILURES = frozenset({"completed", "snoozed", "interrupted", "lost"})
@@ -62,7 +63,7 @@ def status(settings: Settings) -> str | None:
     return None
 
 
-# -- enqueue side (R33) ----------------------------------------------------------------------
+# -- enqueue side: the enqueuer's context goes into the job's meta -----------------------------
 def _otel_context() -> tuple[str, str | None] | None:
     if trace is None:
         return None
@@ -90,7 +91,7 @@ def inject_context(meta: dict[str, Any], request: object | None) -> None:
     """Put the enqueuer's trace context in `meta`, unless `meta` already sets a traceparent.
 
     Order: the current OpenTelemetry span (inside a run, that run's span); else the running
-    job's carried context; else `request`'s `traceparent`/`tracestate` headers (R33).
+    job's carried context; else `request`'s `traceparent`/`tracestate` headers.
     """
     if "traceparent" in meta:
         return
@@ -102,7 +103,7 @@ def inject_context(meta: dict[str, Any], request: object | None) -> None:
         meta["tracestate"] = context[1]
 
 
-# -- run side (R34) --------------------------------------------------------------------------
+# -- run side: one span per attempt, linked to the carried context ----------------------------
 class RunSpan:
     """One attempt's span. This base class records nothing: it is what runs get when tracing
     is off, OpenTelemetry is missing, or `sample_all=False` skips the run. It still makes the
@@ -162,7 +163,7 @@ class _RecordedRunSpan(RunSpan):
             self.span_id = f"{span_context.span_id:016x}"
 
     def activate(self) -> AbstractContextManager[None]:
-        # The run's own span is what jobs enqueued by the handler carry (R33); the stored
+        # The run's own span is what jobs enqueued by the handler carry; the stored
         # context stays in `current_run_context` for a span the sampler did not record.
         return _Activation(self._carried, self._span)
 
@@ -284,7 +285,7 @@ def start_run_span(
     max_attempts: int,
     meta: Mapping[str, Any],
 ) -> RunSpan:
-    """Open the span of one attempt (R34); see the module docstring."""
+    """Open the span of one attempt; see the module docstring."""
     carried = _stored_context(meta)
     if trace is None or not settings.tracing:
         return RunSpan(carried)

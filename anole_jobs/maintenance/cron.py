@@ -1,4 +1,4 @@
-"""Cron's duty (R26): the leader enqueues each due tick of every `CRON` entry.
+"""Cron's duty (docs/cron.md): the leader enqueues each due tick of every `CRON` entry.
 
 Parsing and tick arithmetic live in `anole_jobs.schedules`; `jobs.cron_list()` and
 `jobs.cron_trigger()` live in the service.
@@ -34,7 +34,7 @@ logger = logging.getLogger("anole_jobs.cron")
 
 
 class CronScheduler:
-    """Enqueues each due tick of every entry; run by the leader only (R23, R26)."""
+    """Enqueues each due tick of every entry; run by the leader only."""
 
     def __init__(self, service: Jobs) -> None:
         self.service = service

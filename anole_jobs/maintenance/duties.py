@@ -1,10 +1,12 @@
-"""Stage, rescue and prune (R21, R23): the store does the work; these decide when and report."""
+"""Stage, rescue, prune, leadership and the queued-jobs gauge: the store does the work; these
+decide when and report. The runtime's maintenance loop and `jobs.step()` share them."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Collection
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from anole_jobs import events
 from anole_jobs.background import health
@@ -63,8 +65,33 @@ class Pruner:
         return pruned
 
 
+class QueuedGauge:
+    """The leader counts the configured queues' waiting and running jobs for the
+    ``anole_jobs_queued`` gauge, at most once per `INTERVAL` of `CLOCK` (the fake clock in
+    tests), so the count costs the store little however often the leader ticks."""
+
+    INTERVAL = timedelta(seconds=15)
+
+    def __init__(self, service: Jobs) -> None:
+        self.service = service
+        self._last_at: datetime | None = None
+        self._lock = threading.Lock()
+
+    def run_once(self, now: datetime) -> dict[str, dict[str, int]] | None:
+        """The counts reported, or None when the last report is under `INTERVAL` old."""
+        with self._lock:
+            if self._last_at is not None and now - self._last_at < self.INTERVAL:
+                return None
+            self._last_at = now
+        # Cheap at any table size: only waiting and running jobs are counted.
+        counts = self.service.store.queued_counts(list(self.service.settings.queues))
+        self.service.bus.emit(events.QUEUED_GAUGE, counts=counts)
+        return counts
+
+
 class Leadership:
-    """Takes or keeps leadership for one instance; reports changes (R23)."""
+    """Takes or keeps leadership for one instance; reports changes. One instance leads at a
+    time (see docs/runtime.md)."""
 
     def __init__(self, service: Jobs, instance: str) -> None:
         self.service = service
@@ -96,7 +123,7 @@ class Leadership:
 
 
 class UnhandledKinds:
-    """Logs, once per kind per process, kinds that wait in a queue with no handler here (R8)."""
+    """Logs, once per kind per process, kinds that wait in a queue with no handler here."""
 
     _logged: set[str] = set()
 

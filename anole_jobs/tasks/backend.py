@@ -1,12 +1,10 @@
-"""`AnoleBackend`: Django's tasks framework on anole_jobs (R39).
+"""`AnoleBackend`: Django's tasks framework on anole_jobs (docs/tasks.md).
 
 ``TASKS = {"default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": [...],
 "OPTIONS": {"attempts": 20, "timeout": 900}}}``. `enqueue` stores a ``django.tasks`` job
 through the `jobs` facade — so inside ``transaction.atomic()`` on the store's database it is
-a write of that transaction — and `get_result` reads the job back as a `TaskResult`:
-
-    scheduled, available, retrying -> READY      running -> RUNNING
-    completed -> SUCCESSFUL (return value from meta["output"])      dead, cancelled -> FAILED
+a write of that transaction — and `get_result` reads the job back as a `TaskResult`
+(`results` says how); `enqueue` returns the same result `get_result` would give at once.
 
 The constructor only reads its options: it touches no database (Django builds backends
 lazily, in any process, including ones that never enqueue).
@@ -14,6 +12,7 @@ lazily, in any process, including ones that never enqueue).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -23,22 +22,20 @@ from django.core.exceptions import ImproperlyConfigured
 
 from anole_jobs.api import jobs
 from anole_jobs.durations import to_timedelta
-from anole_jobs.errors import InvalidJob
 from anole_jobs.stores.base import JobRecord
 from anole_jobs.tasks import compat
-from anole_jobs.tasks.calls import TASK_KIND, TaskCall, TaskNotFound, make_result, resolve_task
+from anole_jobs.tasks.calls import (
+    TASK_KIND,
+    TaskArgumentsNotJSON,
+    TaskCall,
+    TaskNotFound,
+    resolve_task,
+)
+from anole_jobs.tasks.results import META_KEY, task_as_enqueued, task_meta, task_result
+
+logger = logging.getLogger("anole_jobs.tasks")
 
 OPTION_NAMES = ("attempts", "timeout")
-
-_STATUS = {
-    "scheduled": "READY",
-    "available": "READY",
-    "retrying": "READY",
-    "running": "RUNNING",
-    "completed": "SUCCESSFUL",
-    "dead": "FAILED",
-    "cancelled": "FAILED",
-}
 
 
 def _attempts(value: object, where: str) -> int | None:
@@ -114,9 +111,22 @@ class AnoleBackend(compat.BaseTaskBackend):
             raise compat.InvalidTask(str(exc)) from None
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        """Warn about TASKS queues that no `runjobs` would run (not in ANOLE_JOBS QUEUES)."""
+        """E014 when ``anole_jobs`` is not an installed app (its jobs table, its `runjobs`
+        and the ``django.tasks`` handler come with the app); W101 for TASKS queues that no
+        `runjobs` would run (not in ANOLE_JOBS QUEUES)."""
+        from django.apps import apps
+
         from anole_jobs import conf
 
+        if not apps.is_installed("anole_jobs"):
+            return [
+                checks.Error(
+                    f"TASKS[{self.alias!r}] uses anole_jobs.tasks.AnoleBackend but 'anole_jobs' "
+                    "is not in INSTALLED_APPS: its tasks could be enqueued but never run",
+                    hint="add 'anole_jobs' to INSTALLED_APPS (see docs/tasks.md)",
+                    id="anole_jobs.E014",
+                )
+            ]
         try:
             configured = set(conf.read_settings().queues)
         except ImproperlyConfigured:
@@ -148,7 +158,10 @@ class AnoleBackend(compat.BaseTaskBackend):
         try:
             call_args, call_kwargs = compat.normalize_json(args), compat.normalize_json(kwargs)
         except (TypeError, ValueError) as exc:
-            raise InvalidJob(
+            logger.warning(
+                "task %s refused: arguments that are not JSON (%s)", task.module_path, exc
+            )
+            raise TaskArgumentsNotJSON(
                 f"task {task.module_path}: arguments must be JSON values ({exc}); pass ids, "
                 "not model instances"
             ) from None
@@ -162,49 +175,31 @@ class AnoleBackend(compat.BaseTaskBackend):
             timeout=timeout,
         )
         enqueued = jobs.enqueue(
-            call, queue=task.queue_name, priority=task.priority, run_at=task.run_after
+            call,
+            queue=task.queue_name,
+            priority=task.priority,
+            run_at=task.run_after,
+            meta={META_KEY: task_meta(task)},
         )
         assert enqueued.id is not None  # enqueue without on_commit writes at once
-        result = make_result(
-            task,
-            job_id=enqueued.id,
-            status=compat.TaskResultStatus.READY,
-            call=call,
-            enqueued_at=jobs.service.clock(),
-        )
+        # Read back, so the result is the one get_result gives (the stored enqueue time, in
+        # the store's precision), as Django's contract has it.
+        record = self._record(enqueued.id)
+        result = task_result(task, record, backend=self.alias)
         compat.task_enqueued.send(type(self), task_result=result)
         return result
 
     # -- results -----------------------------------------------------------------------------
     def get_result(self, result_id: Any) -> Any:
         record = self._record(result_id)
-        call = TaskCall(
-            task=record.args.get("task", ""),
-            args=list(record.args.get("args") or []),
-            kwargs=dict(record.args.get("kwargs") or {}),
-            backend=record.args.get("backend", self.alias),
-        )
         try:
-            task = resolve_task(call.task)
+            task = resolve_task(record.args.get("task", ""))
         except TaskNotFound as exc:
             raise compat.TaskResultDoesNotExist(
                 f"job {record.id} is a task this process cannot load: {exc}"
             ) from None
-        status = getattr(compat.TaskResultStatus, _STATUS[record.state])
-        result = make_result(
-            task,
-            job_id=record.id,
-            status=status,
-            call=call,
-            enqueued_at=record.created_at,
-            started_at=record.attempted_at,
-            finished_at=record.finished_at,
-            attempts=record.attempt,
-            errors=[_task_error(entry) for entry in record.errors],
-        )
-        if record.state == "completed":
-            object.__setattr__(result, "_return_value", record.meta.get("output"))
-        return result
+        backend = record.args.get("backend", self.alias)
+        return task_result(task_as_enqueued(task, record.meta), record, backend=backend)
 
     def _record(self, result_id: Any) -> JobRecord:
         text = str(result_id)
@@ -212,25 +207,3 @@ class AnoleBackend(compat.BaseTaskBackend):
         if record is None or record.kind != TASK_KIND:
             raise compat.TaskResultDoesNotExist(f"no task result with id {result_id!r}")
         return record
-
-
-#: The error entries anole_jobs writes itself, as the exception class each stands for.
-_OWN_ERRORS = {
-    "Timeout": "builtins.TimeoutError",
-    "LeaseExpired": "anole_jobs.errors.Canceled",
-    "Discarded": "anole_jobs.errors.Discard",
-    "RetryIn": "anole_jobs.errors.RetryIn",
-}
-
-
-def _task_error(entry: Any) -> Any:
-    """A stored error entry as a `TaskError` whose `exception_class_path` imports."""
-    name = str(entry.get("type", ""))
-    if "." not in name:
-        import builtins
-
-        name = _OWN_ERRORS.get(name) or (f"builtins.{name}" if hasattr(builtins, name) else name)
-    return compat.TaskError(
-        exception_class_path=name,
-        traceback=str(entry.get("traceback") or entry.get("message") or ""),
-    )

@@ -1,14 +1,16 @@
-"""The job kind ``django.tasks``: one call of a Django `@task` function, and its handler (R39).
+"""The job kind ``django.tasks``: one call of a Django `@task` function, and its handler.
 
 A job holds the task's module path, the call's JSON arguments, the backend alias and the
 per-task options. The handler finds the function from the path — importing only modules of
 installed apps (or already imported), and running only an object that *is* a `Task` whose
-path is the one stored — never an arbitrary name from a payload (R3).
+path is the one stored — never an arbitrary name from a payload: a job's arguments never
+choose code to run.
 
 It sends `task_started` before the call and `task_finished` when the task is finished:
 after a success, or from inside the ``except`` block of the last attempt's failure (so
 receivers can read `sys.exc_info()`, as Django's own do). A failure with attempts left is
-not the end of the task: its result reads READY until the retry runs.
+not the end of the task: its result reads READY until the retry runs. A return value that is
+not JSON fails the attempt with `TypeError`, as Django's own backends fail the task.
 """
 
 from __future__ import annotations
@@ -18,23 +20,33 @@ import logging
 import sys
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
 
 from anole_jobs.api import jobs
-from anole_jobs.errors import InvalidJob
+from anole_jobs.errors import Canceled, InvalidJob
 from anole_jobs.job import Job
 from anole_jobs.kinds import kind, set_job_options
 from anole_jobs.tasks import compat
+from anole_jobs.tasks.results import (
+    META_KEY,
+    WORKER_ID,
+    first_started_at,
+    task_as_enqueued,
+    with_started_at,
+)
 
 logger = logging.getLogger("anole_jobs.tasks")
 
 TASK_KIND = "django.tasks"
-#: `TaskResult.worker_ids` has one entry per attempt (Django counts attempts by it); the jobs
-#: store does not keep which worker ran each attempt.
-WORKER_ID = "anole_jobs"
+
+
+class TaskArgumentsNotJSON(InvalidJob, TypeError):  # noqa: N818 - reads as what went wrong
+    """A task's arguments are not JSON values. A `TypeError`, as Django's tasks framework
+    documents for arguments it cannot serialise, and an `InvalidJob`, as anole_jobs raises
+    for any job it cannot enqueue."""
 
 
 @kind(TASK_KIND)
@@ -107,7 +119,7 @@ def resolve_task(path: object) -> Any:
     return task
 
 
-def task_error(exc: BaseException) -> Any:
+def exception_error(exc: BaseException) -> Any:
     error_type = type(exc)
     return compat.TaskError(
         exception_class_path=f"{error_type.__module__}.{error_type.__qualname__}",
@@ -115,40 +127,15 @@ def task_error(exc: BaseException) -> Any:
     )
 
 
-def make_result(
-    task: Any,
-    *,
-    job_id: int,
-    status: Any,
-    call: TaskCall,
-    enqueued_at: datetime | None,
-    started_at: datetime | None = None,
-    finished_at: datetime | None = None,
-    attempts: int = 0,
-    errors: list[Any] | None = None,
-) -> Any:
-    return compat.TaskResult(
-        task=task,
-        id=str(job_id),
-        status=status,
-        enqueued_at=enqueued_at,
-        started_at=started_at,
-        finished_at=finished_at,
-        last_attempted_at=started_at,
-        args=list(call.args),
-        kwargs=dict(call.kwargs),
-        backend=call.backend,
-        errors=list(errors or []),
-        worker_ids=[WORKER_ID] * attempts,
-    )
-
-
-def json_output(value: Any) -> tuple[bool, Any]:
-    """(True, the JSON form of `value`) or (False, None) when it is not JSON."""
+def json_return_value(task_path: str, value: Any) -> Any:
+    """`value` as JSON; `TypeError` (which fails the attempt) when it is not JSON."""
     try:
-        return True, compat.normalize_json(value)
-    except (TypeError, ValueError):
-        return False, None
+        return compat.normalize_json(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"task {task_path} returned a {type(value).__name__}, which is not a JSON value "
+            f"({exc}); return ids, strings, numbers, lists or dicts"
+        ) from None
 
 
 def _set(result: Any, **values: Any) -> None:
@@ -157,24 +144,48 @@ def _set(result: Any, **values: Any) -> None:
         object.__setattr__(result, name, value)
 
 
+def _keep_first_start(job: Job, started_at: Any) -> None:
+    """Record this attempt's start as the task's first, unless an earlier one is kept."""
+    if first_started_at(job.meta) is not None:
+        return
+    try:
+        job.record_meta(META_KEY, with_started_at(job.meta, started_at))
+    except (Exception, Canceled) as exc:  # noqa: BLE001 - the attempt's own outcome matters more
+        logger.warning(
+            "job %s: could not keep its first attempt's start (%s: %s); its TaskResult shows "
+            "a later attempt's start",
+            job.id,
+            type(exc).__name__,
+            exc,
+        )
+
+
 @jobs.handler(TaskCall)
 def run_task(job: Job, call: TaskCall) -> None:
     try:
-        task = resolve_task(call.task)
+        task = task_as_enqueued(resolve_task(call.task), job.meta)
     except NotATask as exc:
         job.discard(str(exc))
     # (A TaskNotFound is a failed attempt: a worker that misses the module during a deploy
     # may have it on a retry.)
     sender = type(compat.task_backends[call.backend])
     clock = jobs.service.clock
-    result = make_result(
-        task,
-        job_id=job.id,
+    started_at = clock()
+    # What the task and the signals see while it runs: this attempt counts (the context's
+    # `attempt` starts at 1), as in Django's own backends.
+    result = compat.TaskResult(
+        task=task,
+        id=str(job.id),
         status=compat.TaskResultStatus.RUNNING,
-        call=call,
         enqueued_at=job.created_at,
-        started_at=clock(),
-        attempts=job.attempt,
+        started_at=first_started_at(job.meta) or started_at,
+        finished_at=None,
+        last_attempted_at=started_at,
+        args=list(call.args),
+        kwargs=dict(call.kwargs),
+        backend=call.backend,
+        errors=[],
+        worker_ids=[WORKER_ID] * job.attempt,
     )
     compat.task_started.send(sender=sender, task_result=result)
     try:
@@ -182,25 +193,24 @@ def run_task(job: Job, call: TaskCall) -> None:
             value = task.call(compat.TaskContext(task_result=result), *call.args, **call.kwargs)
         else:
             value = task.call(*call.args, **call.kwargs)
+        output = json_return_value(call.task, value)
+        if output is not None:
+            try:
+                job.record_output(output)
+            except InvalidJob as exc:  # JSON to Django, not to the store (a NUL in a string)
+                raise TypeError(
+                    f"task {call.task}: its return value cannot be stored: {exc}"
+                ) from None
     except Exception as exc:
+        _keep_first_start(job, started_at)
         if job.attempt >= job.max_attempts:
-            result.errors.append(task_error(exc))
+            result.errors.append(exception_error(exc))
             _set(result, status=compat.TaskResultStatus.FAILED, finished_at=clock())
             compat.task_finished.send(sender=sender, task_result=result)
         raise
-    is_json, output = json_output(value)
-    if is_json and output is not None:
-        try:
-            job.record_output(output)
-        except InvalidJob:
-            is_json = False  # JSON to Django, not to the store (a NUL in a string, say)
-    if not is_json:
-        logger.info(
-            "task %s (job %s) returned a %s, which is not JSON: its return value is not kept",
-            call.task,
-            job.id,
-            type(value).__name__,
-        )
+    except BaseException:  # a timeout or a control exception: the attempt still started
+        _keep_first_start(job, started_at)
+        raise
     _set(
         result,
         status=compat.TaskResultStatus.SUCCESSFUL,

@@ -1,6 +1,6 @@
 """Where Django's tasks framework lives: `django.tasks` on Django 6, else the `django-tasks`
-backport (`pip install "anole-jobs[tasks]"`). Everything else in this package imports the
-framework from here, so the two differ in one place only.
+backport (the `tasks` extra: ``pip install "/path/to/anole_jobs[tasks]"``). Everything else in
+this package imports the framework from here, so the two differ in one place only.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def _framework() -> tuple[str, Any]:
     except ImportError:
         raise ImproperlyConfigured(
             "anole_jobs.tasks.AnoleBackend needs Django's tasks framework: Django 6 has it "
-            'built in; on Django 5.2 install the backport with pip install "anole-jobs[tasks]" '
-            'and add "django_tasks" to INSTALLED_APPS'
+            "built in; on Django 5.2 install the backport (the tasks extra: pip install "
+            '"/path/to/anole_jobs[tasks]") and add "django_tasks" to INSTALLED_APPS'
         ) from None
 
 
@@ -53,5 +53,3 @@ try:
 except ImportError:  # Django 5.2: the backport ships it
     _json_utils = importlib.import_module("django_tasks.utils")
 normalize_json: Any = _json_utils.normalize_json
-#: Whether `@task(...)` passes extra keyword arguments to the backend's `task_class`.
-HAS_TASK_CLASS: bool = hasattr(BaseTaskBackend, "task_class")

@@ -66,6 +66,13 @@ class _Control:
             raise Canceled("lost")  # the run is stale (R22): its output must not be written
         self.meta = meta
 
+    def record_meta(self, key: str, value: Any) -> None:
+        # No cancel check: bookkeeping may follow a timeout; the fence refuses a stale run.
+        meta = {**self.meta, key: value}
+        if not self.executor.service.store.update_meta(self.claimed.run, meta):
+            raise Canceled("lost")
+        self.meta = meta
+
     def complete_in(self, using: str) -> None:
         service = self.executor.service
         service.require_transaction(using, what="job.complete_in")

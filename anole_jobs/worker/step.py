@@ -1,9 +1,10 @@
-"""Manual mode (R35): `jobs.step()` runs one round in the calling thread, no threads started.
+"""Manual mode: `jobs.step()` runs one round in the calling thread, no threads started.
 
-Order: leader, cron, stage, rescue, prune (leader only), then every due job of every configured
-queue, one after the other. In manual mode there is no heartbeat: a lease ends `LEASE` after
-the claim. `step()` may run in several threads at once; each thread is an instance. A kind's
-timeout is enforced as in the runtime: the handler is cancelled at its next wait after it.
+Order: leader, cron, stage, rescue, prune and the queued-jobs gauge (leader only), then every
+due job of every configured queue, one after the other. In manual mode there is no heartbeat:
+a lease ends `LEASE` after the claim. `step()` may run in several threads at once; each thread
+is an instance. A kind's timeout is enforced as in the runtime: the handler is cancelled at
+its next wait after it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import socket
 import threading
 
 from anole_jobs.maintenance.cron import CronScheduler
-from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
+from anole_jobs.maintenance.duties import (
+    Leadership,
+    Pruner,
+    QueuedGauge,
+    Rescuer,
+    Stager,
+    UnhandledKinds,
+)
 from anole_jobs.records import RunRecord, StepReport
 from anole_jobs.service import Jobs
 from anole_jobs.worker.executor import Executor
@@ -32,6 +40,7 @@ class Stepper:
         self.executor = Executor(service, manual=True)
         self.outcomes = Outcomes(service)
         self.cron = CronScheduler(service)
+        self.gauge = QueuedGauge(service)
         self._local = threading.local()
 
     def _leadership(self) -> Leadership:
@@ -49,6 +58,8 @@ class Stepper:
         staged = Stager(service).run_once(now)
         rescued = len(Rescuer(service).run_once(now))
         pruned = Pruner(service).run_once(now) if leader else 0
+        if leader:
+            self.gauge.run_once(now)
         runs = []
         queues = list(service.settings.queues)
         handled = service.registry.handled_kinds()

@@ -1,5 +1,9 @@
-"""The django.tasks backend (R39) on every store, in manual mode: enqueue through Django's
+"""The django.tasks backend on every store, in manual mode: enqueue through Django's
 `Task.enqueue`, run with `jobs.step()` / `drain()`, read back with `get_result`.
+
+Where a test checks Django's tasks contract, it follows Django's reference (docs/ref/tasks.txt)
+and what Django's and django-tasks' own backend tests expect of a backend (for instance
+``self.assertEqual(result, backend.get_result(result.id))`` right after enqueueing).
 
 The tasks live in tests/sampleapp/tasks.py on the "default" TASKS backend (tests/settings.py).
 """
@@ -11,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.test import override_settings
@@ -26,7 +31,8 @@ from anole_jobs.tasks.compat import (
     task_finished,
     task_started,
 )
-from anole_jobs.testing import assert_enqueued, drain
+from anole_jobs.testing import FakeClock, all_enqueued, assert_enqueued, drain
+from anole_jobs.testing.mode import using_clock
 from tests.conftest import STORE_PARAMS
 from tests.sampleapp import tasks
 
@@ -189,15 +195,123 @@ def test_validate_task_keeps_djangos_rules_and_adds_its_own(backend):
         tasks.add.using(queue_name="reports")
     with pytest.raises(InvalidTask, match="priority"):
         tasks.add.using(priority=101)
-    with pytest.raises(InvalidJob, match="arguments must be JSON"):
+
+
+def test_arguments_that_are_not_json_raise_type_error_and_store_nothing(
+    backend, anole_jobs, caplog
+):
+    # Django documents `except TypeError` for arguments it cannot serialise; anole_jobs'
+    # own callers catch InvalidJob. The error is both.
+    with pytest.raises(TypeError, match="arguments must be JSON values"):
         tasks.add.enqueue(object(), 1)
+    with pytest.raises(InvalidJob, match="pass ids, not model instances"):
+        tasks.add.enqueue(1, b={1, 2})
+    assert all_enqueued() == []
+    assert any("tests.sampleapp.tasks.add refused" in r.getMessage() for r in caplog.records), (
+        caplog.text
+    )
 
 
-def test_a_return_value_that_is_not_json_is_not_kept(backend, anole_jobs):
-    result = tasks.returns_a_set.enqueue()
-    assert drain() == {"completed": 1}
+def test_a_return_value_that_is_not_json_fails_the_attempt_with_type_error(env, anole_jobs):
+    # Django's backends fail such a task with a TypeError whose traceback says
+    # "Unsupported type"; here each attempt fails that way, retried while attempts remain.
+    options = {"attempts": 2}
+    with override_settings(
+        TASKS={"default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "OPTIONS": options}}
+    ):
+        backend = task_backends["default"]
+        result = tasks.returns_a_set.enqueue()
+        assert drain() == {"retried": 1, "dead": 1}
+        failed = backend.get_result(result.id)
+    assert failed.status == TaskResultStatus.FAILED
+    assert [e.exception_class for e in failed.errors] == [TypeError, TypeError]
+    assert "Unsupported type" in failed.errors[-1].traceback
+    assert "returned a set" in failed.errors[-1].traceback
+    with pytest.raises(ValueError, match="Task failed"):
+        failed.return_value  # noqa: B018
+    assert "output" not in anole_jobs.get(int(result.id)).meta
+
+
+class TickingClock(FakeClock):
+    """A fake clock that moves 1 ms on every read, as a real one would between two reads."""
+
+    def __call__(self):
+        return self.advance(timedelta(milliseconds=1))
+
+
+def test_enqueue_returns_the_result_get_result_reads_right_after(backend, anole_jobs):
+    with using_clock(TickingClock()):
+        result = tasks.add.enqueue(2, b=3)
+        assert result == backend.get_result(result.id)
+        assert result.enqueued_at == anole_jobs.get(int(result.id)).created_at
+        assert result.started_at is None and result.finished_at is None
+        assert result.last_attempted_at is None and result.attempts == 0
+        async_result = async_to_sync(tasks.add.aenqueue)(1, 1)
+        assert async_result == async_to_sync(backend.aget_result)(async_result.id)
+
+
+def test_get_result_keeps_the_using_overrides(env, anole_jobs, anole_clock):
+    tasks_setting = {
+        "default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": ["default", "mail"]},
+        "other": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": ["default", "mail"]},
+    }
+    later = anole_clock() + timedelta(minutes=5, microseconds=123)
+    with override_settings(TASKS=tasks_setting):
+        variants = [
+            tasks.add.using(priority=-40),
+            tasks.add.using(queue_name="mail"),
+            tasks.add.using(run_after=later),
+            tasks.add.using(backend="other"),
+            tasks.on_mail_queue.using(priority=3, queue_name="default", run_after=later),
+        ]
+        for task in variants:
+            result = task.enqueue() if task.name == "on_mail_queue" else task.enqueue(1, 2)
+            read = task_backends[task.backend].get_result(result.id)
+            assert read.task == task, task
+            assert (read.task.priority, read.task.queue_name) == (task.priority, task.queue_name)
+            assert read.task.run_after == task.run_after and read.task.backend == task.backend
+            assert result == read
+        assert drain() == {"completed": len(variants)}
+        done = task_backends["default"].get_result(result.id)
+    assert done.task == variants[-1] and done.return_value == "mailed"
+
+
+def test_a_running_attempt_is_not_counted_in_attempts(backend, anole_jobs):
+    tasks.SEEN_WHILE_RUNNING.clear()
+    result = tasks.reads_its_own_result.enqueue(fail_times=1)
+    assert drain() == {"retried": 1, "completed": 1}
+    # Django: "If the task is currently running, it does not count as an attempt."
+    assert tasks.SEEN_WHILE_RUNNING == [
+        {"status": "RUNNING", "attempts": 0, "context_attempt": 1},
+        {"status": "RUNNING", "attempts": 1, "context_attempt": 2},
+    ]
     done = backend.get_result(result.id)
-    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value is None
+    assert done.attempts == 2 and done.return_value == 2
+
+
+def test_started_at_is_the_first_attempts_start(backend, anole_jobs, anole_clock):
+    result = tasks.flaky_sum.enqueue([1, 2], fail_times=2)
+    first = anole_clock()
+    assert anole_jobs.step().outcomes() == {int(result.id): "retried"}
+    after_one = backend.get_result(result.id)
+    assert after_one.started_at == first and after_one.last_attempted_at == first
+    assert drain() == {"retried": 1, "completed": 1}  # advances the clock to each retry
+    done = backend.get_result(result.id)
+    assert done.attempts == 3
+    assert done.started_at == first
+    assert done.last_attempted_at == anole_clock() > first
+    assert done.enqueued_at <= done.started_at <= done.last_attempted_at <= done.finished_at
+
+
+def test_check_reports_anole_jobs_missing_from_installed_apps(settings):
+    backend = AnoleBackend("default", {"QUEUES": ["default"]})
+    assert [m.id for m in backend.check()] == []
+    without = [app for app in settings.INSTALLED_APPS if app not in ("anole_jobs",)]
+    with override_settings(INSTALLED_APPS=without):
+        (error,) = backend.check()
+    assert error.id == "anole_jobs.E014" and error.level == checks.ERROR
+    assert "'anole_jobs' is not in INSTALLED_APPS" in error.msg
+    assert "INSTALLED_APPS" in error.hint
 
 
 def test_async_tasks_run(backend):

@@ -1,5 +1,6 @@
-"""Metrics served by real `runjobs` processes (R42): `--metrics-port` scraped over HTTP, and
-two processes aggregated by prometheus-client's multiprocess mode (the leader gauge sums to one
+"""Metrics served by real `runjobs` processes: `--metrics-port` scraped over HTTP (the default
+registry, so beside prometheus-client's own process metrics, or a private one), and two
+processes aggregated by prometheus-client's multiprocess mode (the leader gauge sums to one
 leader across them, and moves with leadership)."""
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def test_runjobs_serves_its_metrics_on_the_metrics_port(sqlite_backend: Backend)
     assert sample(text, 'anole_jobs_enqueued_total{kind="e2e.noop",queue="default"}') is None
     assert sample(text, 'anole_jobs_run_seconds_count{kind="e2e.noop",queue="default"}') == 3
     assert sample(text, 'anole_jobs_running{queue="default"}') == 0
+    # The metrics are in prometheus-client's default registry, beside its own.
+    assert "python_info{" in text
 
 
 def test_two_processes_in_multiprocess_mode(sqlite_backend: Backend, tmp_path: Path) -> None:

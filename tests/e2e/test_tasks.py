@@ -1,5 +1,5 @@
 """A Django `@task` enqueued through `AnoleBackend` runs on a real `runjobs` process, with
-retries, and ends SUCCESSFUL with its result readable from another process (R39)."""
+retries, and ends SUCCESSFUL with its result readable from another process."""
 
 from __future__ import annotations
 

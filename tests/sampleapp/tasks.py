@@ -1,4 +1,4 @@
-"""Django `@task` functions the tests run through `anole_jobs.tasks.AnoleBackend` (R39).
+"""Django `@task` functions the tests run through `anole_jobs.tasks.AnoleBackend`.
 
 They are declared on the "default" TASKS backend, which the test settings point at
 AnoleBackend. `EVENTS` records the task signals (cleared by the tests that read it).
@@ -59,6 +59,27 @@ async def async_double(n: int) -> int:
 def once() -> None:
     """Per-task options (a `task_class` API): one attempt, a 5 s timeout."""
     raise RuntimeError("no second chance")
+
+
+#: What `reads_its_own_result` saw of its own result while it ran, one entry per attempt.
+SEEN_WHILE_RUNNING: list[dict[str, Any]] = []
+
+
+@task(takes_context=True)
+def reads_its_own_result(context: Any, fail_times: int = 0) -> int:
+    """Reads its own result through the backend while it runs; fails its first attempts."""
+    backend = context.task_result.task.get_backend()
+    running = backend.get_result(context.task_result.id)
+    SEEN_WHILE_RUNNING.append(
+        {
+            "status": str(running.status),
+            "attempts": running.attempts,
+            "context_attempt": context.attempt,
+        }
+    )
+    if context.attempt <= fail_times:
+        raise ConnectionError(f"upstream down (attempt {context.attempt})")
+    return context.attempt
 
 
 def not_a_task() -> str:

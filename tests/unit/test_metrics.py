@@ -1,4 +1,5 @@
-"""Prometheus metrics (R32, R42): read from the app's own registry after real runs.
+"""Prometheus metrics (docs/observability.md): read from the registry they live in after real
+runs — prometheus-client's default `REGISTRY` unless ``METRICS_REGISTRY="private"``.
 
 The registry is process-wide, so every assertion is on the change a test made (`Delta`).
 """
@@ -22,8 +23,15 @@ from tests.unit.obs_support import WAIT, Finished, auto, hook  # noqa: F401 - au
 KIND = "test.work"
 
 
+def registry() -> Any:
+    """Where the metrics live for the current settings (the default one when they are off)."""
+    from prometheus_client import REGISTRY
+
+    return metrics.current_registry() or REGISTRY
+
+
 def value(metric: str, /, **labels: str) -> float:
-    return metrics.registry.get_sample_value(metric, labels) or 0.0
+    return registry().get_sample_value(metric, labels) or 0.0
 
 
 class Delta:
@@ -36,7 +44,7 @@ class Delta:
     def _samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         return {
             (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in metrics.registry.collect()
+            for family in registry().collect()
             for sample in family.samples
         }
 
@@ -145,6 +153,25 @@ def test_the_leader_refreshes_the_queued_gauge_every_15_seconds_of_clock(env: An
         loop.leadership.resign()
 
 
+def test_step_reports_the_queued_gauge_every_15_seconds_of_clock(env: Any) -> None:
+    # Manual mode: the leader phase of jobs.step() counts as the runtime's leader does.
+    jobs.enqueue_many([Work(action="fail") for _ in range(2)])
+    jobs.enqueue(Work(), delay=3600)
+    jobs.enqueue(Work(), queue="mail", delay=3600)
+    jobs.step()  # counts first (2 available), then runs both into retrying
+    assert value("anole_jobs_queued", queue="default", state="available") == 2
+    assert value("anole_jobs_queued", queue="default", state="scheduled") == 1
+    assert value("anole_jobs_queued", queue="mail", state="scheduled") == 1
+    env.clock.advance(timedelta(seconds=14))
+    jobs.step()
+    assert value("anole_jobs_queued", queue="default", state="available") == 2  # not yet
+    env.clock.advance(timedelta(seconds=1))
+    jobs.step()
+    assert value("anole_jobs_queued", queue="default", state="available") == 0
+    assert value("anole_jobs_queued", queue="default", state="retrying") == 2
+    assert value("anole_jobs_queued", queue="default", state="scheduled") == 1
+
+
 def test_the_gauge_reads_waiting_and_running_jobs_of_the_configured_queues(env: Any) -> None:
     jobs.enqueue_many([Work() for _ in range(3)])
     jobs.enqueue(Work(), delay=60)
@@ -189,7 +216,9 @@ def test_metrics_off_subscribes_nothing(env: Any) -> None:
     jobs.step()
     assert delta("anole_jobs_enqueued_total", queue="default", kind=KIND) == 0
     assert delta("anole_jobs_finished_total", queue="default", kind=KIND, outcome="completed") == 0
-    assert metrics.listener not in events.bus.listeners
+    assert not any(
+        isinstance(listener, metrics.MetricsListener) for listener in events.bus.listeners
+    )
 
 
 # -- the label cap ---------------------------------------------------------------------------
@@ -285,7 +314,7 @@ def test_without_prometheus_client_the_view_says_what_to_install(monkeypatch: An
     monkeypatch.setattr(metrics, "prometheus_client", None)
     response = views.metrics(RequestFactory().get("/metrics"))
     assert response.status_code == 503
-    assert b"anole-jobs[metrics]" in response.content
+    assert b"anole_jobs[metrics]" in response.content
 
 
 # -- without prometheus-client ---------------------------------------------------------------
@@ -300,10 +329,130 @@ def test_metrics_true_without_prometheus_client_is_a_check_error(
     settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "METRICS": True}
     (error,) = _metrics_checks()
     assert "prometheus-client is not installed" in error.msg
-    assert "anole-jobs[metrics]" in error.hint
+    assert "anole_jobs[metrics]" in error.hint
     # Left at its default, metrics are simply off: no error.
     settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual"}
     assert _metrics_checks() == []
     monkeypatch.undo()
     settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "METRICS": True}
     assert _metrics_checks() == []
+
+
+# -- which registry ---------------------------------------------------------------------------
+def test_by_default_the_metrics_are_in_prometheus_clients_registry(env: Any) -> None:
+    from prometheus_client import REGISTRY, generate_latest
+
+    assert metrics.current_registry() is REGISTRY
+    delta = Delta()
+    jobs.enqueue(Work())
+    assert delta("anole_jobs_enqueued_total", queue="default", kind=KIND) == 1
+    # prometheus-client's own exposition of its default registry, as a project's /metrics
+    # serves it (generate_latest() with no argument reads REGISTRY).
+    body = generate_latest().decode()
+    assert 'anole_jobs_enqueued_total{kind="test.work",queue="default"}' in body
+    assert "# TYPE anole_jobs_run_seconds histogram" in body
+
+
+def test_a_private_registry_keeps_them_apart(env: Any) -> None:
+    from prometheus_client import REGISTRY
+
+    env.configure(METRICS_REGISTRY="private")
+    private = metrics.current_registry()
+    assert private is metrics.private_registry() and private is not REGISTRY
+    key = {"queue": "default", "kind": KIND}
+    before_private = private.get_sample_value("anole_jobs_enqueued_total", key) or 0.0
+    before_default = REGISTRY.get_sample_value("anole_jobs_enqueued_total", key) or 0.0
+    jobs.enqueue(Work())
+    assert private.get_sample_value("anole_jobs_enqueued_total", key) == before_private + 1
+    assert (REGISTRY.get_sample_value("anole_jobs_enqueued_total", key) or 0.0) == before_default
+    # The view (and runjobs --metrics-port) serve the registry the metrics live in.
+    body = views.metrics(RequestFactory().get("/metrics")).content.decode()
+    assert (
+        f'anole_jobs_enqueued_total{{kind="test.work",queue="default"}} {before_private + 1}'
+        in (body)
+    )
+    assert "python_info" not in body  # prometheus-client's default collectors stay out
+
+
+def test_registering_again_is_idempotent(env: Any) -> None:
+    # Tests and projects reconfigure settings: each registry gets its metrics once.
+    default = metrics.listener_for(jobs.service.settings)
+    env.configure(METRICS_REGISTRY="private")
+    private = metrics.listener_for(jobs.service.settings)
+    env.configure(METRICS_REGISTRY="default")
+    assert metrics.listener_for(jobs.service.settings) is default
+    env.configure(METRICS_REGISTRY="private")
+    assert metrics.listener_for(jobs.service.settings) is private
+    assert default is not None and private is not None and default is not private
+
+
+def test_metrics_an_earlier_import_registered_are_replaced() -> None:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    metrics.MetricsListener(registry)
+    metrics._drop_stale(registry)  # what listener_for does before registering
+    fresh = metrics.MetricsListener(registry)  # no "Duplicated timeseries" error
+    fresh.enqueued.labels("q", "k").inc()
+    assert registry.get_sample_value("anole_jobs_enqueued_total", {"queue": "q", "kind": "k"}) == 1
+
+
+def test_a_bad_metrics_registry_is_a_check_error(settings: Any) -> None:
+    settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "METRICS_REGISTRY": "mine"}
+    errors = [m for m in checks.run_checks(tags=["anole_jobs"]) if m.id == "anole_jobs.E007"]
+    assert [e.msg for e in errors] == [
+        "ANOLE_JOBS['METRICS_REGISTRY'] must be one of 'default', 'private', got 'mine'"
+    ]
+
+
+FRESH_PROCESS = """
+import json, django
+django.setup()
+import prometheus_client
+print(json.dumps(sorted(
+    family.name for family in prometheus_client.REGISTRY.collect()
+    if family.name.startswith(("anole_jobs_", "anole_cron_"))
+)))
+print(prometheus_client.generate_latest().decode())
+"""
+
+
+def test_a_fresh_process_with_default_settings_has_them_in_the_default_registry(
+    tmp_path: Any,
+) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from prometheus_client import CollectorRegistry
+
+    (tmp_path / "fresh_settings.py").write_text(
+        "SECRET_KEY = 'x'\n"
+        "INSTALLED_APPS = ['anole_jobs']\n"
+        "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3',"
+        f" 'NAME': {str(tmp_path / 'db.sqlite3')!r}}}}}\n"
+        "USE_TZ = True\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "fresh_settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()]),
+    }
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    names_line, _, exposition = done.stdout.partition("\n")
+    every = sorted(
+        family.name for family in metrics.MetricsListener(CollectorRegistry()).registry.collect()
+    )
+    assert json.loads(names_line) == every and len(every) == 10
+    for name in every:
+        assert f"# HELP {name}" in exposition

@@ -1,5 +1,5 @@
-"""Trace context at enqueue (R33) and one span per attempt (R34), recorded by the OpenTelemetry
-SDK's in-memory exporter.
+"""Trace context at enqueue and one span per attempt (docs/observability.md), recorded by the
+OpenTelemetry SDK's in-memory exporter.
 
 Each test installs a fresh SDK `TracerProvider` as the global one (restored afterwards), with a
 parent-based sampler as most projects configure it.
