@@ -92,9 +92,18 @@ def list_queues(request: HttpRequest) -> Answer:
     return 200, payloads.queues(jobs.queues())
 
 
+_FORM_FLAGS = {"": False, "false": False, "0": False, "true": True, "1": True, "on": True}
+
+
 def create_flag(request: HttpRequest) -> bool:
-    """The optional JSON body of pause and resume: ``{"create": true}`` uses a queue nobody
-    knows yet (no body, or ``{}``, refuses such a name with "did you mean")."""
+    """The optional body of pause and resume: JSON ``{"create": true}`` (or a form field
+    ``create=true``) uses a queue nobody knows yet; without it such a name is refused with
+    "did you mean"."""
+    if request.content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        value = request.POST.get("create", "")
+        if value not in _FORM_FLAGS:
+            raise BadInput("create", f"create must be true or false, got {value!r}")
+        return _FORM_FLAGS[value]
     if not request.body:
         return False
     try:
