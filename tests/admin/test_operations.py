@@ -108,6 +108,7 @@ def test_a_form_sends_blank_fields_and_page_parameters():
 
 # -- pages, on every store ---------------------------------------------------------------------
 
+
 def test_an_exactly_full_page_is_the_last(env):
     ids = [e.id for e in env.jobs.enqueue_many([Work(tag=str(n)) for n in range(4)])]
     first = fetch_page(Listing(limit=2))
