@@ -162,20 +162,19 @@ def queues(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
-@dashboard_view
-def pause(request: HttpRequest, name: str) -> HttpResponse:
-    create = request.POST.get("create") == "on"
-    outcome = actions.pause(name, create=create, how_to_create=HOW_TO_CREATE)
-    return _redirect("queues", notice="paused" if outcome.changed else "unchanged")
+def _queue_action(action: Callable[..., actions.Outcome[Any]], notice: str) -> View:
+    @require_POST
+    @dashboard_view
+    def act(request: HttpRequest, name: str) -> HttpResponse:
+        create = request.POST.get("create") == "on"
+        outcome = action(name, create=create, how_to_create=HOW_TO_CREATE)
+        return _redirect("queues", notice=notice if outcome.changed else "unchanged")
+
+    return act
 
 
-@require_POST
-@dashboard_view
-def resume(request: HttpRequest, name: str) -> HttpResponse:
-    create = request.POST.get("create") == "on"
-    outcome = actions.resume(name, create=create, how_to_create=HOW_TO_CREATE)
-    return _redirect("queues", notice="resumed" if outcome.changed else "unchanged")
+pause = _queue_action(actions.pause, "paused")
+resume = _queue_action(actions.resume, "resumed")
 
 
 # -- jobs ------------------------------------------------------------------------------------
