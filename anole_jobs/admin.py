@@ -1,11 +1,14 @@
-"""The jobs table in the Django admin (R38), for the database store.
+"""The jobs table in the Django admin, for the database store (docs/admin.md).
 
 Registered only when ``django.contrib.admin`` is installed (this module imports nothing of it
 otherwise, so importing it never fails). The rows are read-only: every change goes through
-the `jobs` facade — the retry, cancel and delete actions call `jobs.retry/cancel/delete`,
-which are fenced like every admin write, never raw updates. The page shows only while the
-configured store is a database one (the memory and Redis stores have no table); it reads
+`anole_jobs.operations.actions` — retry, cancel and delete, fenced like every admin write,
+never raw updates — which says how many jobs each action changed. The page shows only while
+the configured store is a database one (the memory and Redis stores have no table); it reads
 the store's own database alias.
+
+What went wrong is a page with the message and the status `operations.problems` gives it
+(a database that does not answer: 503 with ``Retry-After``), never a server error.
 
 Who may see it: ``ANOLE_JOBS["ADMIN_PERMISSION"]`` (default: active staff, as for the JSON
 routes), or Django's own view/change permissions on the model.
@@ -41,11 +44,45 @@ def shorten(text: str, width: int = 80) -> str:
 
 if apps.is_installed("django.contrib.admin"):
     from django.contrib import admin, messages
+    from django.http import HttpResponse
     from django.utils.html import format_html, format_html_join
 
-    from anole_jobs.admin_api.permissions import refusal
-    from anole_jobs.api import jobs
+    from anole_jobs.operations import actions as job_actions
+    from anole_jobs.operations.ids import job_id_or_none
+    from anole_jobs.operations.permissions import permitted
+    from anole_jobs.operations.problems import EXPECTED, NotFound, Problem, problem_of
     from anole_jobs.stores.database.models import Job
+
+    def problem_page(problem: Problem) -> HttpResponse:
+        """What went wrong, as a page with the problem's status (and ``Retry-After``)."""
+        response = HttpResponse(
+            format_html(
+                "<!doctype html><title>{} · Jobs</title><h1>{}</h1><p>{}</p>"
+                '<p><a href="">Try again</a></p>',
+                problem.status,
+                "The jobs store did not answer" if problem.status == 503 else "Cannot do that",
+                problem.message,
+            ),
+            status=problem.status,
+            content_type="text/html; charset=utf-8",
+        )
+        for name, value in problem.headers.items():
+            response[name] = value
+        return response
+
+    def shown(view: Callable[[], HttpResponse]) -> HttpResponse:
+        """`view`'s page rendered now (so a failing read happens here), or the problem's."""
+        try:
+            response = view()
+            render = getattr(response, "render", None)
+            if render is not None and not getattr(response, "is_rendered", True):
+                render()
+            return response
+        except EXPECTED as exc:
+            problem = problem_of(exc)
+            if problem is None:
+                raise
+            return problem_page(problem)
 
     def _pretty(value: Any) -> str:
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
@@ -85,7 +122,7 @@ if apps.is_installed("django.contrib.admin"):
 
         # -- who may see and act ------------------------------------------------------------
         def _permitted(self, request: HttpRequest) -> bool:
-            return refusal(request) is None
+            return permitted(request)
 
         def has_module_permission(self, request: HttpRequest) -> bool:
             if store_alias() is None:
@@ -119,9 +156,33 @@ if apps.is_installed("django.contrib.admin"):
             self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
         ) -> tuple[QuerySet[Any], bool]:
             term = search_term.strip()
-            if term.isdigit() and len(term) < 19:
-                return queryset.filter(id=int(term)) | queryset.filter(kind__icontains=term), False
+            job_id = job_id_or_none(term)
+            if job_id is not None:
+                return queryset.filter(id=job_id) | queryset.filter(kind__icontains=term), False
             return super().get_search_results(request, queryset, search_term)
+
+        # -- pages: what went wrong is a page, never a server error -----------------------
+        def changelist_view(
+            self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+        ) -> HttpResponse:
+            parent = super().changelist_view
+            return shown(lambda: parent(request, extra_context))
+
+        def changeform_view(
+            self,
+            request: HttpRequest,
+            object_id: str | None = None,
+            form_url: str = "",
+            extra_context: dict[str, Any] | None = None,
+        ) -> HttpResponse:
+            parent = super().changeform_view
+            return shown(lambda: parent(request, object_id, form_url, extra_context))
+
+        def history_view(
+            self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+        ) -> HttpResponse:
+            parent = super().history_view
+            return shown(lambda: parent(request, object_id, extra_context))
 
         # -- columns and fields ---------------------------------------------------------------
         @admin.display(description="attempts")
@@ -162,18 +223,23 @@ if apps.is_installed("django.contrib.admin"):
                 ),
             )
 
-        # -- actions: through the facade (fenced) --------------------------------------------
+        # -- actions: through the operations layer (fenced) -------------------------------
         def _act(
             self,
             request: HttpRequest,
             queryset: QuerySet[Any],
-            call: Callable[[int], bool],
+            call: Callable[[int], job_actions.Outcome[Any]],
             done: str,
             why: str,
         ) -> None:
             changed = skipped = 0
             for job_id in queryset.values_list("id", flat=True):
-                if call(job_id):
+                try:
+                    outcome = call(job_id)
+                except NotFound:
+                    skipped += 1
+                    continue
+                if outcome.changed:
                     changed += 1
                 else:
                     skipped += 1
@@ -186,32 +252,18 @@ if apps.is_installed("django.contrib.admin"):
 
         @admin.action(description="Retry the selected jobs now", permissions=["operate"])
         def retry_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-            def retry(job_id: int) -> bool:
-                record = jobs.retry(job_id)
-                return record is not None and record.state == "available"
-
             self._act(
                 request,
                 queryset,
-                retry,
+                job_actions.retry,
                 "Retried",
-                "gone, or another job holds its unique key",
+                "gone, already available, or another job holds its unique key",
             )
 
         @admin.action(description="Cancel the selected jobs", permissions=["operate"])
         def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-            def cancel(job_id: int) -> bool:
-                before = jobs.get(job_id)
-                record = jobs.cancel(job_id)
-                return (
-                    record is not None
-                    and record.state == "cancelled"
-                    and before is not None
-                    and before.state != "cancelled"
-                )
-
-            self._act(request, queryset, cancel, "Cancelled", "already finished")
+            self._act(request, queryset, job_actions.cancel, "Cancelled", "already finished")
 
         @admin.action(description="Delete the selected jobs", permissions=["operate"])
         def delete_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-            self._act(request, queryset, jobs.delete, "Deleted", "already gone")
+            self._act(request, queryset, job_actions.delete, "Deleted", "already gone")

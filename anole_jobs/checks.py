@@ -73,25 +73,10 @@ def _kind_queues(settings: conf.Settings) -> list[checks.CheckMessage]:
 
 
 def _admin_permission(settings: conf.Settings) -> list[checks.CheckMessage]:
-    permission = settings.admin_permission
-    if not isinstance(permission, str):
-        return []
-    from django.utils.module_loading import import_string
+    from anole_jobs.operations.permissions import setting_problem
 
-    try:
-        target = import_string(permission)
-    except ImportError as exc:
-        return [
-            checks.Error(
-                f"ANOLE_JOBS['ADMIN_PERMISSION'] {permission!r} cannot be imported: {exc}",
-                id="anole_jobs.E010",
-            )
-        ]
-    if not callable(target):
-        return [
-            checks.Error(f"ADMIN_PERMISSION {permission!r} is not callable", id="anole_jobs.E010")
-        ]
-    return []
+    problem = setting_problem(settings.admin_permission)
+    return [] if problem is None else [checks.Error(problem, id="anole_jobs.E010")]
 
 
 def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:

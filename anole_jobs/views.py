@@ -1,5 +1,5 @@
 """Django views of the app that are not the admin API: `metrics` serves the Prometheus text
-exposition (R42). Mount it behind your own protection:
+exposition (docs/observability.md). Mount it behind your own protection:
 
     path("metrics", anole_jobs.views.metrics)
 """

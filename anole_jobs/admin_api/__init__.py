@@ -1,7 +1,7 @@
-"""The operator's JSON routes (R31, SPEC §13 "Admin HTTP", R36): ``include("anole_jobs.urls")``.
+"""The operator's JSON routes (docs/admin.md): ``include("anole_jobs.urls")``.
 
 `routes` is the one description of the routes: `urls` builds the URLconf from it and `openapi`
-the OpenAPI 3.1 document. `views` holds the handlers (they only call the `jobs` facade),
-`permissions` the ``ADMIN_PERMISSION`` check, and `payloads` the JSON shapes, which the
-``manage.py jobs --json`` command prints too.
+the OpenAPI 3.1 document. `views` holds the handlers (thin adapters of
+`anole_jobs.operations`, which parses, pages, acts, checks ``ADMIN_PERMISSION`` and says
+what went wrong), and `payloads` the JSON shapes, which ``manage.py jobs --json`` prints too.
 """

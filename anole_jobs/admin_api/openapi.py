@@ -105,6 +105,18 @@ SCHEMAS: dict[str, Any] = {
             "queues": {"type": "array", "items": {"$ref": "#/components/schemas/Queue"}}
         },
     },
+    "QueueAction": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "create": {
+                "type": "boolean",
+                "default": False,
+                "description": "Act on a queue that is neither in QUEUES nor known to the "
+                'store (without it, such a name is refused with 404 and "did you mean").',
+            }
+        },
+    },
     "OpenAPI": {"type": "object", "description": "This document."},
     "Error": {
         "type": "object",
@@ -112,6 +124,10 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "error": {"type": "string", "description": "A short code, e.g. `not_found`."},
             "message": {"type": "string", "description": "What went wrong, for people."},
+            "hint": {
+                "type": "string",
+                "description": "What to ask instead, e.g. the path without its trailing slash.",
+            },
         },
     },
 }
@@ -126,6 +142,36 @@ ERRORS: dict[int, str] = {
     503: "The jobs store did not answer; try again after `Retry-After` seconds.",
 }
 SUCCESS: dict[int, str] = {200: "OK", 204: "Done; no body."}
+#: Django's CSRF check lets these through without a token.
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
+#: Every operation needs the session cookie; writes also need the CSRF token (the global
+#: requirement), reads only the cookie. A custom ADMIN_PERMISSION may accept other
+#: credentials (e.g. a token header); describe them in your own copy of this document.
+READ_SECURITY: list[dict[str, list[str]]] = [{"sessionCookie": []}]
+
+
+def _security_schemes() -> dict[str, Any]:
+    from django.conf import settings
+
+    header = str(settings.CSRF_HEADER_NAME)
+    if header.startswith("HTTP_"):
+        header = header[len("HTTP_") :].replace("_", "-").title().replace("Csrftoken", "CSRFToken")
+    return {
+        "sessionCookie": {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": str(settings.SESSION_COOKIE_NAME),
+            "description": "Django's session cookie of a user ADMIN_PERMISSION accepts "
+            "(by default an active staff user).",
+        },
+        "csrfToken": {
+            "type": "apiKey",
+            "in": "header",
+            "name": header,
+            "description": "Django's CSRF token (the value of the CSRF cookie) on POST and "
+            "DELETE, as Django's docs show for scripts.",
+        },
+    }
 
 
 def _parameter(param: Param) -> dict[str, Any]:
@@ -176,6 +222,14 @@ def _path_item(route: Route) -> dict[str, Any]:
         }
         if operation.query:
             spec["parameters"] = [_parameter(p) for p in operation.query]
+        if operation.request_body is not None:
+            schema = {"$ref": f"#/components/schemas/{operation.request_body}"}
+            spec["requestBody"] = {
+                "required": False,
+                "content": {"application/json": {"schema": schema}},
+            }
+        if operation.method in SAFE_METHODS:
+            spec["security"] = READ_SECURITY
         item[operation.method.lower()] = spec
     return item
 
@@ -209,4 +263,6 @@ def document(*, server_url: str = "/") -> dict[str, Any]:
     """The document, its server URL set to where the routes are mounted."""
     doc = copy.deepcopy(_document())
     doc["servers"] = [{"url": server_url}]
+    doc["components"]["securitySchemes"] = _security_schemes()
+    doc["security"] = [{"sessionCookie": [], "csrfToken": []}]
     return doc

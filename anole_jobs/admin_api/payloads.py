@@ -1,4 +1,4 @@
-"""The JSON shapes of the admin routes, shared with ``manage.py jobs --json`` (R37): one
+"""The JSON shapes of the admin routes, shared with ``manage.py jobs --json``: one
 function per answer, so the command prints exactly what the matching route answers.
 
 Datetimes are ISO 8601 in UTC. Imports only record types, never Django.
@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from anole_jobs.operations.listing import Page
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronRecord
 from anole_jobs.stores.base import JobRecord
@@ -21,7 +22,7 @@ def iso(moment: datetime | None) -> str | None:
 
 
 def job(record: JobRecord) -> dict[str, Any]:
-    """A job as every route and ``--json`` show it: the fields of `jobs.get` (SPEC §13)."""
+    """A job as every route and ``--json`` show it: every field of `jobs.get`'s record."""
     return {
         "id": record.id,
         "kind": record.kind,
@@ -41,14 +42,10 @@ def job(record: JobRecord) -> dict[str, Any]:
     }
 
 
-def job_page(records: Sequence[JobRecord], *, limit: int) -> dict[str, Any]:
-    """One page of `jobs.list`: the jobs, newest first, and `next_after`, the ``after`` value
+def job_page(page: Page) -> dict[str, Any]:
+    """One page of a listing: the jobs, newest first, and `next_after`, the ``after`` value
     that asks for the next page (None when this page is the last)."""
-    full = len(records) >= limit and bool(records)
-    return {
-        "jobs": [job(record) for record in records],
-        "next_after": records[-1].id if full else None,
-    }
+    return {"jobs": [job(record) for record in page.records], "next_after": page.next_after}
 
 
 def counts(values: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:

@@ -2,8 +2,9 @@
 (`openapi`) are both built from `ROUTES`, so they cannot drift apart.
 
 Paths are Django `path()` patterns relative to where ``include("anole_jobs.urls")`` is mounted,
-exactly as SPEC §13 writes them: no trailing slash. Handlers are named (functions of `views`),
-so this module imports nothing of Django's request machinery.
+as docs/admin.md lists them: no trailing slash (a path with one answers 404 with a hint).
+Handlers are named (functions of `views`), so this module imports nothing of Django's request
+machinery.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Operation:
     body: str | None = None
     errors: tuple[int, ...] = ()
     query: tuple[Param, ...] = ()
+    #: The schema name of an optional JSON request body, None for none.
+    request_body: str | None = None
 
     @property
     def statuses(self) -> tuple[int, ...]:
@@ -92,7 +95,10 @@ CRON_NAME = Param(
 QUEUE_NAME = Param(
     name="name",
     location="path",
-    description="A queue name; any queue may be paused, configured or not.",
+    description=(
+        "A queue name (any characters, `/` included). A name that is neither in QUEUES nor "
+        'known to the store answers 404 with "did you mean", unless the body says create.'
+    ),
     schema={"type": "string", "minLength": 1},
     required=True,
 )
@@ -250,7 +256,8 @@ ROUTES: tuple[Route, ...] = (
                 handler="pause_queue",
                 summary="Pause a queue: no instance claims its jobs until it is resumed",
                 body="Queue",
-                errors=(400,),
+                request_body="QueueAction",
+                errors=(400, 404),
             ),
         ),
     ),
@@ -264,7 +271,8 @@ ROUTES: tuple[Route, ...] = (
                 handler="resume_queue",
                 summary="Resume a paused queue; its workers are woken at once",
                 body="Queue",
-                errors=(400,),
+                request_body="QueueAction",
+                errors=(400, 404),
             ),
         ),
     ),
@@ -281,7 +289,5 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
 )
-#: The path converter of queue and cron names (any characters; registered by `urls`).
-NAME_CONVERTER = "anole_name"
 #: The name of the catch-all route: any other path under the mount answers 404 JSON.
 FALLBACK = "not-found"

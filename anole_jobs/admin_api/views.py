@@ -1,10 +1,11 @@
 """The admin routes' handlers and the dispatcher every route goes through.
 
 `endpoint(route)` makes one Django view per `routes.Route`: it checks ``ADMIN_PERMISSION``
-(401/403), the method (405 with ``Allow``), then calls the operation's handler, which only
-calls the `jobs` facade and returns ``(status, payload)``. Every answer is JSON, except the
-empty 204 of DELETE. Bad filters answer 400, unknown or malformed ids 404, and a store that
-cannot be reached 503 with ``Retry-After``; no input makes a 500.
+(401/403), the method (405 with ``Allow``), then calls the operation's handler, which parses
+and acts through `anole_jobs.operations` and returns ``(status, payload)``. Every answer is
+JSON, except the empty 204 of DELETE. What went wrong is answered as `operations.problems`
+maps it: bad filters, names and bodies 400, unknown or malformed ids and names 404, a store
+that cannot be reached 503 with ``Retry-After``; no input makes a 500.
 
 The views are plain (sync) Django views: under ASGI Django runs them in its thread pool, which
 is what the facade's database calls need. They are not CSRF-exempt: with session
@@ -13,140 +14,66 @@ authentication, POST and DELETE need Django's CSRF token like any form.
 
 from __future__ import annotations
 
-import logging
-import re
+import json
 from collections.abc import Callable
 from typing import Any
 
-from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
 
 from anole_jobs.admin_api import openapi, payloads
-from anole_jobs.admin_api.permissions import refusal
-from anole_jobs.admin_api.routes import LIST_FILTERS, WRONG_METHOD, Route
+from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
-from anole_jobs.errors import InvalidJob, StoreUnavailable
-from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES
-
-logger = logging.getLogger("anole_jobs.admin")
+from anole_jobs.operations import actions
+from anole_jobs.operations.ids import parse_job_id
+from anole_jobs.operations.listing import fetch_page, parse_listing
+from anole_jobs.operations.permissions import Access, access
+from anole_jobs.operations.problems import (
+    EXPECTED,
+    BadInput,
+    OperationError,
+    Problem,
+    problem_of,
+)
 
 Answer = tuple[int, Any]
 Handler = Callable[..., Answer]
-#: Seconds a client should wait before trying again after a 503.
-RETRY_AFTER = 5
-MAX_ID = 2**63 - 1
-_DIGITS = re.compile(r"[0-9]{1,19}")
-_FILTER_NAMES = tuple(param.name for param in LIST_FILTERS)
+#: How a refused queue name is told to ask for a new queue anyway.
+HOW_TO_CREATE = 'send the body {"create": true}'
 
 
-class ApiError(Exception):
-    """An answer other than success: its status, a short code and a sentence for people."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-
-def error_response(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse(payloads.error(code, message), status=status)
+def problem_response(problem: Problem) -> JsonResponse:
+    body = payloads.error(problem.code, problem.message)
+    if problem.hint is not None:
+        body["hint"] = problem.hint
+    response = JsonResponse(body, status=problem.status)
+    for name, value in problem.headers.items():
+        response[name] = value
+    return response
 
 
-# -- parsing ---------------------------------------------------------------------------------
-
-
-def positive_id(text: str) -> int | None:
-    """`text` as a job id (1 .. 2**63-1, plain decimal digits), or None."""
-    if not _DIGITS.fullmatch(text):
-        return None
-    value = int(text)
-    return value if 1 <= value <= MAX_ID else None
-
-
-def job_id_of(text: str) -> int:
-    value = positive_id(text)
-    if value is None:
-        raise ApiError(404, "not_found", f"no job with id {text!r} (ids are positive integers)")
-    return value
-
-
-def list_filters(request: HttpRequest) -> dict[str, Any]:
-    """The `jobs.list` keywords from the query string; 400 naming what is wrong."""
-    query = request.GET
-    unknown = sorted(set(query) - set(_FILTER_NAMES))
-    if unknown:
-        raise ApiError(
-            400,
-            "bad_filter",
-            f"unknown parameter {unknown[0]!r}; the filters are {', '.join(_FILTER_NAMES)}",
-        )
-    filters: dict[str, Any] = {}
-    for name in _FILTER_NAMES:
-        values = query.getlist(name)
-        if not values:
-            continue
-        if len(values) > 1:
-            raise ApiError(400, "bad_filter", f"give {name} once, not {len(values)} times")
-        filters[name] = values[0]
-    state = filters.get("state")
-    if state is not None and state not in STATES:
-        raise ApiError(
-            400, "bad_filter", f"unknown state {state!r}; states are {', '.join(STATES)}"
-        )
-    for name in ("queue", "kind"):
-        if filters.get(name) == "":
-            raise ApiError(400, "bad_filter", f"{name} must not be empty")
-    if "limit" in filters:
-        limit = positive_id(filters["limit"])
-        if limit is None:
-            raise ApiError(
-                400, "bad_filter", f"limit must be a positive integer, got {filters['limit']!r}"
-            )
-        filters["limit"] = min(limit, LIST_LIMIT_MAX)
-    if "after" in filters:
-        after = positive_id(filters["after"])
-        if after is None:
-            raise ApiError(
-                400,
-                "bad_filter",
-                f"after must be a job id (a positive integer), got {filters['after']!r}",
-            )
-        filters["after"] = after
-    return filters
-
-
-# -- handlers: each only calls the facade ----------------------------------------------------
+# -- handlers: each parses and acts through the operations layer ------------------------------
 
 
 def list_jobs(request: HttpRequest) -> Answer:
-    filters = list_filters(request)
-    limit = filters.setdefault("limit", 100)
-    return 200, payloads.job_page(jobs.list(**filters), limit=limit)
-
-
-def _found(record: Any, text: str) -> Any:
-    if record is None:
-        raise ApiError(404, "not_found", f"no job with id {text}")
-    return record
+    return 200, payloads.job_page(fetch_page(parse_listing(dict(request.GET.lists()))))
 
 
 def get_job(request: HttpRequest, job_id: str) -> Answer:
-    return 200, payloads.job(_found(jobs.get(job_id_of(job_id)), job_id))
+    return 200, payloads.job(actions.get(parse_job_id(job_id)))
 
 
 def delete_job(request: HttpRequest, job_id: str) -> Answer:
-    if not jobs.delete(job_id_of(job_id)):
-        raise ApiError(404, "not_found", f"no job with id {job_id}")
+    actions.delete(parse_job_id(job_id))
     return 204, None
 
 
 def retry_job(request: HttpRequest, job_id: str) -> Answer:
-    return 200, payloads.job(_found(jobs.retry(job_id_of(job_id)), job_id))
+    return 200, payloads.job(actions.retry(parse_job_id(job_id)).record)
 
 
 def cancel_job(request: HttpRequest, job_id: str) -> Answer:
-    return 200, payloads.job(_found(jobs.cancel(job_id_of(job_id)), job_id))
+    return 200, payloads.job(actions.cancel(parse_job_id(job_id)).record)
 
 
 def get_counts(request: HttpRequest) -> Answer:
@@ -158,22 +85,47 @@ def list_cron(request: HttpRequest) -> Answer:
 
 
 def trigger_cron(request: HttpRequest, name: str) -> Answer:
-    try:
-        return 200, payloads.enqueued(jobs.cron_trigger(name))
-    except LookupError as exc:
-        raise ApiError(404, "not_found", str(exc)) from None
+    return 200, payloads.enqueued(actions.trigger(name).record)
 
 
 def list_queues(request: HttpRequest) -> Answer:
     return 200, payloads.queues(jobs.queues())
 
 
+_FORM_FLAGS = {"": False, "false": False, "0": False, "true": True, "1": True, "on": True}
+
+
+def create_flag(request: HttpRequest) -> bool:
+    """The optional body of pause and resume: JSON ``{"create": true}`` (or a form field
+    ``create=true``) uses a queue nobody knows yet; without it such a name is refused with
+    "did you mean"."""
+    if request.content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        value = request.POST.get("create", "")
+        if value not in _FORM_FLAGS:
+            raise BadInput("create", f"create must be true or false, got {value!r}")
+        return _FORM_FLAGS[value]
+    if not request.body:
+        return False
+    try:
+        body = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadInput("body", 'the body must be a JSON object, e.g. {"create": true}') from None
+    if not isinstance(body, dict) or set(body) - {"create"}:
+        raise BadInput("body", 'the body may only hold "create": true or false')
+    create = body.get("create", False)
+    if not isinstance(create, bool):
+        raise BadInput("create", f"create must be true or false, got {create!r}")
+    return create
+
+
 def pause_queue(request: HttpRequest, name: str) -> Answer:
-    return 200, payloads.queue(jobs.pause(name))
+    outcome = actions.pause(name, create=create_flag(request), how_to_create=HOW_TO_CREATE)
+    return 200, payloads.queue(outcome.record)
 
 
 def resume_queue(request: HttpRequest, name: str) -> Answer:
-    return 200, payloads.queue(jobs.resume(name))
+    outcome = actions.resume(name, create=create_flag(request), how_to_create=HOW_TO_CREATE)
+    return 200, payloads.queue(outcome.record)
 
 
 def openapi_document(request: HttpRequest) -> Answer:
@@ -203,6 +155,14 @@ HANDLERS: dict[str, Handler] = {
 # -- dispatch --------------------------------------------------------------------------------
 
 
+class _Answered(OperationError):
+    """A refusal decided here (a wrong method, no such route), answered like the others."""
+
+    def __init__(self, status: int, code: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message, code=code, hint=hint)
+        self.status = status
+
+
 def _respond(status: int, payload: Any) -> HttpResponse:
     if status == 204:
         return HttpResponse(status=204)
@@ -211,24 +171,28 @@ def _respond(status: int, payload: Any) -> HttpResponse:
 
 def _guarded(request: HttpRequest, call: Callable[[], Answer]) -> HttpResponse:
     """Permission, then `call`, with every expected failure answered as JSON."""
-    refused = refusal(request)
-    if refused == 401:
-        return error_response(401, "not_authenticated", "log in to use the jobs admin routes")
-    if refused == 403:
-        return error_response(403, "permission_denied", "ADMIN_PERMISSION refused this request")
+    decided = access(request)
+    if decided is Access.ANONYMOUS:
+        return problem_response(
+            Problem(
+                status=401, code="not_authenticated", message="log in to use the jobs admin routes"
+            )
+        )
+    if decided is Access.FORBIDDEN:
+        return problem_response(
+            Problem(
+                status=403,
+                code="permission_denied",
+                message="ADMIN_PERMISSION refused this request",
+            )
+        )
     try:
         return _respond(*call())
-    except ApiError as exc:
-        return error_response(exc.status, exc.code, exc.message)
-    except InvalidJob as exc:
-        return error_response(400, "bad_request", str(exc))
-    except (StoreUnavailable, OperationalError, InterfaceError) as exc:
-        logger.warning("jobs admin: the store did not answer: %s", exc)
-        response = error_response(
-            503, "store_unavailable", f"the jobs store did not answer ({exc}); try again"
-        )
-        response["Retry-After"] = str(RETRY_AFTER)
-        return response
+    except EXPECTED as exc:
+        problem = problem_of(exc)
+        if problem is None:
+            raise
+        return problem_response(problem)
 
 
 def endpoint(route: Route) -> Callable[..., HttpResponse]:
@@ -241,10 +205,8 @@ def endpoint(route: Route) -> Callable[..., HttpResponse]:
 
         def call() -> Answer:
             if operation is None:
-                raise ApiError(
-                    WRONG_METHOD,
-                    "method_not_allowed",
-                    f"{method} is not allowed here; use {allow}",
+                raise _Answered(
+                    WRONG_METHOD, "method_not_allowed", f"{method} is not allowed here; use {allow}"
                 )
             handler: Handler = HANDLERS[operation.handler]
             return handler(request, **kwargs)
@@ -259,10 +221,31 @@ def endpoint(route: Route) -> Callable[..., HttpResponse]:
     return view
 
 
+def _without_slash(request: HttpRequest) -> str | None:
+    """The request's path without its trailing slash, when that names a route (the routes
+    have none)."""
+    if not request.path_info.endswith("/") or request.path_info == "/":
+        return None
+    try:
+        match = resolve(request.path_info.rstrip("/"))
+    except Resolver404:
+        return None
+    return None if match.url_name == FALLBACK else request.path.rstrip("/")
+
+
 def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
-    """Any other path under the mount: 404 JSON (after the permission check)."""
+    """Any other path under the mount: 404 JSON (after the permission check). A known path
+    with a trailing slash gets a hint naming it without the slash."""
 
     def call() -> Answer:
-        raise ApiError(404, "not_found", f"no jobs admin route at {request.path!r}")
+        hint = _without_slash(request)
+        if hint is not None:
+            message = (
+                f"no jobs admin route at {request.path!r}; "
+                f"the routes have no trailing slash: {hint!r}"
+            )
+        else:
+            message = f"no jobs admin route at {request.path!r}"
+        raise _Answered(404, "not_found", message, hint)
 
     return _guarded(request, call)

@@ -1,1 +1,2 @@
-"""The dashboard (R41): HTML pages served under ``dashboard/`` of ``include("anole_jobs.urls")``."""
+"""The dashboard (docs/dashboard.md): HTML pages served under ``dashboard/`` of
+``include("anole_jobs.urls")``."""

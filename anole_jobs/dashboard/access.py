@@ -1,45 +1,40 @@
-"""Who may see the dashboard: the JSON admin routes' rule (R31, R41).
+"""What the dashboard shows a visitor `anole_jobs.operations.permissions` refuses.
 
-`ANOLE_JOBS["ADMIN_PERMISSION"]` (a dotted path or a callable taking the request) decides;
-by default, an active staff user. A visitor who is refused goes to `settings.LOGIN_URL` when
-anonymous (and comes back after logging in), and gets 403 when logged in.
+An anonymous visitor goes to the login page and comes back after logging in (``?next=``);
+a logged-in one gets a 403 page. The login page is ``settings.LOGIN_URL``; when a project
+left it at Django's default (``/accounts/login/``, which a fresh ``startproject`` site does
+not serve) and has the Django admin installed and mounted, it is the admin's login page.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponseBase, HttpResponseForbidden
-from django.utils.module_loading import import_string
+from django.urls import NoReverseMatch, reverse
 
-from anole_jobs import conf
-
-
-def staff_only(request: HttpRequest) -> bool:
-    user: Any = getattr(request, "user", None)
-    return bool(user is not None and user.is_active and user.is_staff)
+from anole_jobs.operations.permissions import Access
 
 
-def permission_check() -> Callable[[HttpRequest], bool]:
-    permission: Any = conf.read_settings().admin_permission
-    if permission is None:
-        return staff_only
-    if isinstance(permission, str):
-        permission = import_string(permission)
-    return permission
+def _login_url_set() -> bool:
+    """Whether the project set LOGIN_URL (in its settings module or an override)."""
+    return bool(settings.is_overridden("LOGIN_URL"))  # type: ignore[misc]
 
 
-def permitted(request: HttpRequest) -> bool:
-    return bool(permission_check()(request))
+def login_url() -> str:
+    """Where an anonymous visitor logs in."""
+    if not _login_url_set() and apps.is_installed("django.contrib.admin"):
+        try:
+            return reverse("admin:login")
+        except NoReverseMatch:
+            pass  # the admin is installed but not mounted
+    return str(settings.LOGIN_URL)
 
 
-def refuse(request: HttpRequest) -> HttpResponseBase:
-    user: Any = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return redirect_to_login(request.get_full_path(), str(settings.LOGIN_URL))
+def refuse(request: HttpRequest, access: Access) -> HttpResponseBase:
+    if access is Access.ANONYMOUS:
+        return redirect_to_login(request.get_full_path(), login_url())
     return HttpResponseForbidden(
         "<!doctype html><title>403 Forbidden</title>"
         "<p>You are logged in, but not allowed to see the jobs dashboard.</p>",

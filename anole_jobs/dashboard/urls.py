@@ -1,22 +1,28 @@
-"""The dashboard's routes, included under ``dashboard/`` by `anole_jobs.urls`."""
+"""The dashboard's routes, included under ``dashboard/`` by `anole_jobs.urls`.
+
+Job ids are taken as any text and parsed by `anole_jobs.operations.ids` (a malformed or
+too-large id is a "no such job" page, not a server error); queue and cron names use the
+``anole_name`` converter, which takes any character the store accepts, ``/`` included.
+"""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from anole_jobs.dashboard import views
+from anole_jobs.operations import names  # noqa: F401 - registers the name converter
 
 app_name = "dashboard"
 
 urlpatterns = [
     path("", views.queues, name="queues"),
-    path("queues/<str:name>/pause", views.pause, name="pause"),
-    path("queues/<str:name>/resume", views.resume, name="resume"),
+    path("queues/<anole_name:name>/pause", views.pause, name="pause"),
+    path("queues/<anole_name:name>/resume", views.resume, name="resume"),
     path("jobs/", views.job_list, name="jobs"),
-    path("jobs/<int:job_id>/", views.job_detail, name="job"),
-    path("jobs/<int:job_id>/retry", views.retry, name="retry"),
-    path("jobs/<int:job_id>/cancel", views.cancel, name="cancel"),
-    path("jobs/<int:job_id>/delete", views.delete, name="delete"),
+    path("jobs/<str:job_id>/", views.job_detail, name="job"),
+    path("jobs/<str:job_id>/retry", views.retry, name="retry"),
+    path("jobs/<str:job_id>/cancel", views.cancel, name="cancel"),
+    path("jobs/<str:job_id>/delete", views.delete, name="delete"),
     path("cron/", views.cron, name="cron"),
-    path("cron/<str:name>/trigger", views.cron_trigger, name="cron_trigger"),
+    path("cron/<anole_name:name>/trigger", views.cron_trigger, name="cron_trigger"),
 ]

@@ -1,12 +1,17 @@
-"""The dashboard's pages and actions (R41): server-rendered HTML over the `jobs` facade.
+"""The dashboard's pages and actions: server-rendered HTML, thin over `anole_jobs.operations`.
 
 Pages: queues (depth, pause state, runs finished in the last hour), jobs by state with filters
 and keyset pages, one job (args, meta, every error with its traceback), cron entries.
 Actions are POST forms under Django's CSRF protection: retry, cancel, delete, pause, resume,
-trigger. Each answers with a redirect (post/redirect/get) carrying a short notice.
+trigger. Each answers with a redirect (post/redirect/get) carrying a short notice, which says
+when the action changed nothing.
 
-Access: the same `ADMIN_PERMISSION` rule as the JSON routes; an anonymous visitor who is not
-permitted goes to `settings.LOGIN_URL`, an authenticated one gets 403.
+What went wrong is a page with the message and the status `operations.problems` gives it:
+a bad filter 400 (the filter form stays, to correct it), an unknown or malformed id or name
+404, a store that does not answer 503 with ``Retry-After``.
+
+Access: `operations.permissions`, the rule of the JSON routes; a refused anonymous visitor goes
+to the login page (see `access`), a refused logged-in one gets 403.
 """
 
 from __future__ import annotations
@@ -23,14 +28,21 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from anole_jobs.api import jobs
-from anole_jobs.dashboard.access import permitted, refuse
+from anole_jobs.dashboard.access import refuse
 from anole_jobs.dashboard.render import render
-from anole_jobs.errors import InvalidJob
-from anole_jobs.stores.base import STATES, JobRecord
+from anole_jobs.operations import actions
+from anole_jobs.operations.clock import now as clock_now
+from anole_jobs.operations.ids import parse_job_id
+from anole_jobs.operations.listing import Listing, each_page, fetch_page, parse_listing
+from anole_jobs.operations.permissions import Access, access
+from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_of
+from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
 
 PAGE_SIZE = 50
 #: How many finished jobs per state the queue page reads to count the last hour's runs.
 THROUGHPUT_SCAN = 5_000
+#: One short of the stores' cap, so each page's one-more read stays a single read.
+SCAN_PAGE = LIST_LIMIT_MAX - 1
 WAITING = ("scheduled", "available", "retrying")
 FINISHED = ("completed", "dead", "cancelled")
 NOTICES = {
@@ -40,19 +52,48 @@ NOTICES = {
     "paused": "The queue is paused: no worker claims its jobs until it is resumed.",
     "resumed": "The queue was resumed.",
     "triggered": "The cron entry's job was enqueued.",
-    "missing": "There is no such job any more.",
+    "unchanged": "Nothing changed: the job or queue already was as asked.",
+    "duplicate": "Nothing enqueued: the cron entry's unique job is already waiting.",
 }
+HEADINGS = {400: "Cannot do that", 404: "Not found", 503: "The jobs store did not answer"}
+HOW_TO_CREATE = 'tick "new queue"'
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 
 View = Callable[..., HttpResponseBase]
 
 
+def problem_page(request: HttpRequest, problem: Problem) -> HttpResponse:
+    response = render(
+        request,
+        "problem.html",
+        {
+            "title": HEADINGS.get(problem.status, "Cannot do that"),
+            "heading": HEADINGS.get(problem.status, "Cannot do that"),
+            "message": problem.message,
+            "retry_after": problem.headers.get("Retry-After"),
+        },
+        status=problem.status,
+    )
+    for name, value in problem.headers.items():
+        response[name] = value
+    return response
+
+
 def dashboard_view(view: View) -> View:
+    """Permission first, then the view, with every expected failure shown as a page."""
+
     @wraps(view)
     def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not permitted(request):
-            return refuse(request)
-        return view(request, *args, **kwargs)
+        decided = access(request)
+        if decided is not Access.ALLOWED:
+            return refuse(request, decided)
+        try:
+            return view(request, *args, **kwargs)
+        except EXPECTED as exc:
+            problem = problem_of(exc)
+            if problem is None:
+                raise
+            return problem_page(request, problem)
 
     return guarded
 
@@ -73,28 +114,23 @@ def _finished_since(since: datetime) -> tuple[dict[str, dict[str, int]], bool]:
     counts: dict[str, dict[str, int]] = {}
     capped = False
     for state in FINISHED:
-        after = None
         seen = 0
-        while True:
-            page = jobs.list(state=state, limit=1000, after=after)
-            for record in page:
+        for page in each_page(Listing(state=state, limit=SCAN_PAGE)):
+            for record in page.records:
                 if record.finished_at is not None and record.finished_at >= since:
                     per_queue = counts.setdefault(record.queue, {})
                     per_queue[state] = per_queue.get(state, 0) + 1
-            seen += len(page)
-            if len(page) < 1000:
-                break
-            if seen >= THROUGHPUT_SCAN:
+            seen += len(page.records)
+            if page.more and seen >= THROUGHPUT_SCAN:
                 capped = True
                 break
-            after = page[-1].id
     return counts, capped
 
 
 @require_GET
 @dashboard_view
 def queues(request: HttpRequest) -> HttpResponse:
-    now = jobs.service.clock()
+    now = clock_now()
     finished, capped = _finished_since(now - timedelta(hours=1))
     rows = []
     for queue in jobs.queues():
@@ -126,74 +162,61 @@ def queues(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
-@dashboard_view
-def pause(request: HttpRequest, name: str) -> HttpResponse:
-    jobs.pause(name)
-    return _redirect("queues", notice="paused")
+def _queue_action(action: Callable[..., actions.Outcome[Any]], notice: str) -> View:
+    @require_POST
+    @dashboard_view
+    def act(request: HttpRequest, name: str) -> HttpResponse:
+        create = request.POST.get("create") == "on"
+        outcome = action(name, create=create, how_to_create=HOW_TO_CREATE)
+        return _redirect("queues", notice=notice if outcome.changed else "unchanged")
+
+    return act
 
 
-@require_POST
-@dashboard_view
-def resume(request: HttpRequest, name: str) -> HttpResponse:
-    jobs.resume(name)
-    return _redirect("queues", notice="resumed")
+pause = _queue_action(actions.pause, "paused")
+resume = _queue_action(actions.resume, "resumed")
 
 
 # -- jobs ------------------------------------------------------------------------------------
-def _filters(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
-    """The list filters from the query string, and a message per bad one (ignored)."""
-    filters: dict[str, str] = {}
-    problems: list[str] = []
-    for name in ("state", "queue", "kind"):
-        value = request.GET.get(name, "").strip()
-        if value:
-            filters[name] = value
-    if "state" in filters and filters["state"] not in STATES:
-        problems.append(f"Unknown state {filters.pop('state')!r}; showing every state.")
-    after = request.GET.get("after", "").strip()
-    if after:
-        if after.isdigit() and int(after) > 0:
-            filters["after"] = after
-        else:
-            problems.append(f"Ignored the page marker {after!r}: it must be a job id.")
-    return filters, problems
-
-
 @require_GET
 @dashboard_view
 def job_list(request: HttpRequest) -> HttpResponse:
-    filters, problems = _filters(request)
-    after = int(filters["after"]) if "after" in filters else None
-    # One more than a page tells whether a next page exists.
-    records = jobs.list(
-        state=filters.get("state"),
-        queue=filters.get("queue"),
-        kind=filters.get("kind"),
-        limit=PAGE_SIZE + 1,
-        after=after,
+    query = dict(request.GET.lists())
+    context: dict[str, Any] = {
+        "title": "Jobs",
+        "section": "jobs",
+        "states": STATES,
+        "notice": _notice(request),
+        "jobs": [],
+        "problems": [],
+    }
+    try:
+        listing = parse_listing(
+            query, default_limit=PAGE_SIZE, blank_is_absent=True, ignore=("notice",)
+        )
+    except BadInput as exc:
+        # The form stays, filled as it was sent, so the person can correct the field.
+        sent = {
+            name: values[-1] for name, values in query.items() if name in ("state", "queue", "kind")
+        }
+        context.update(filters=sent, problems=[exc.message], queue_names=_queue_names())
+        return render(request, "jobs.html", context, status=400)
+    page = fetch_page(listing)
+    base = listing.filters()
+    if listing.limit != PAGE_SIZE:
+        base["limit"] = str(listing.limit)
+    context.update(
+        jobs=page.records,
+        filters=base,
+        queue_names=_queue_names(),
+        next_url="?" + urlencode({**base, "after": page.next_after}) if page.more else None,
+        first_url=("?" + urlencode(base)) if listing.after is not None else None,
     )
-    page, more = records[:PAGE_SIZE], len(records) > PAGE_SIZE
-    base = {key: value for key, value in filters.items() if key != "after"}
-    next_url = "?" + urlencode({**base, "after": page[-1].id}) if more and page else None
-    first_url = ("?" + urlencode(base)) if after is not None else None
-    queue_names = [queue.name for queue in jobs.queues()]
-    return render(
-        request,
-        "jobs.html",
-        {
-            "title": "Jobs",
-            "section": "jobs",
-            "jobs": page,
-            "filters": base,
-            "problems": problems,
-            "states": STATES,
-            "queue_names": queue_names,
-            "next_url": next_url,
-            "first_url": first_url,
-            "notice": _notice(request),
-        },
-    )
+    return render(request, "jobs.html", context)
+
+
+def _queue_names() -> list[str]:
+    return [queue.name for queue in jobs.queues()]
 
 
 def _trace_id(record: JobRecord) -> tuple[str | None, str | None]:
@@ -203,15 +226,8 @@ def _trace_id(record: JobRecord) -> tuple[str | None, str | None]:
 
 @require_GET
 @dashboard_view
-def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    record = jobs.get(job_id)
-    if record is None:
-        return render(
-            request,
-            "missing.html",
-            {"title": f"Job {job_id}", "section": "jobs", "job_id": job_id},
-            status=404,
-        )
+def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    record = actions.get(parse_job_id(job_id))
     trace_id, span_id = _trace_id(record)
     errors = sorted(record.errors, key=lambda entry: entry.get("attempt", 0), reverse=True)
     return render(
@@ -230,26 +246,22 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     )
 
 
-def _job_action(action: Callable[[int], object], notice: str) -> View:
+def _job_action(action: Callable[[int], actions.Outcome[Any]], notice: str) -> View:
     @require_POST
     @dashboard_view
-    def act(request: HttpRequest, job_id: int) -> HttpResponse:
-        try:
-            done = action(job_id)
-        except InvalidJob:
-            done = None
-        if not done:
-            return _redirect("jobs", notice="missing")
+    def act(request: HttpRequest, job_id: str) -> HttpResponse:
+        outcome = action(parse_job_id(job_id))
+        done = notice if outcome.changed else "unchanged"
         if notice == "deleted":
-            return _redirect("jobs", notice=notice)
-        return _redirect("job", job_id, notice=notice)
+            return _redirect("jobs", notice=done)
+        return _redirect("job", outcome.record.id, notice=done)
 
     return act
 
 
-retry = _job_action(jobs.retry, "retried")
-cancel = _job_action(jobs.cancel, "cancelled")
-delete = _job_action(jobs.delete, "deleted")
+retry = _job_action(actions.retry, "retried")
+cancel = _job_action(actions.cancel, "cancelled")
+delete = _job_action(actions.delete, "deleted")
 
 
 # -- cron ------------------------------------------------------------------------------------
@@ -271,15 +283,8 @@ def cron(request: HttpRequest) -> HttpResponse:
 @require_POST
 @dashboard_view
 def cron_trigger(request: HttpRequest, name: str) -> HttpResponse:
-    try:
-        enqueued = jobs.cron_trigger(name)
-    except LookupError:
-        return render(
-            request,
-            "missing.html",
-            {"title": "Cron", "section": "cron", "cron_name": name},
-            status=404,
-        )
-    if enqueued.id is not None:
-        return _redirect("job", enqueued.id, notice="triggered")
-    return _redirect("cron", notice="triggered")
+    outcome = actions.trigger(name)
+    notice = "triggered" if outcome.changed else "duplicate"
+    if outcome.record.id is not None:
+        return _redirect("job", outcome.record.id, notice=notice)
+    return _redirect("cron", notice=notice)

@@ -1,4 +1,4 @@
-"""`manage.py jobs` (R37) on every store: ``--json`` prints exactly what the matching route
+"""`manage.py jobs` on every store: ``--json`` prints exactly what the matching route
 answers, tables for people, and the exit codes (1 for an unknown id or name, 2 for bad
 arguments, never a traceback)."""
 

@@ -1,4 +1,4 @@
-"""The jobs table in the Django admin (R38): shown for the database stores only, read-only,
+"""The jobs table in the Django admin: shown for the database stores only, read-only,
 filters and search, readable errors and JSON, and actions that go through the facade.
 
 Runs on every store: on memory and Redis the page is hidden and refused.

@@ -1,4 +1,4 @@
-"""The JSON routes (R31, SPEC §13, R36) on every store: a generated table of every route ×
+"""The JSON routes (docs/admin.md) on every store: a generated table of every route ×
 every method × every kind of asker, checked against the rules; then filters, paging, ids,
 errors, outages, CSRF and ASGI.
 
@@ -261,9 +261,11 @@ def test_queues_pause_and_resume(env, staff):
     resumed = staff.post(f"{MOUNT}queues/default/resume").json()
     assert resumed["paused"] is False
     assert len(env.jobs.step().runs) == 1
-    slash = staff.post(f"{MOUNT}queues/reports/eu/pause").json()
+    create = {"data": {"create": True}, "content_type": "application/json"}
+    slash = staff.post(f"{MOUNT}queues/reports/eu/pause", **create).json()
     assert slash["name"] == "reports/eu" and slash["paused"] is True
-    assert staff.post(f"{MOUNT}queues/%00/pause").status_code == 400
+    assert staff.post(f"{MOUNT}queues/%00/pause").status_code == 404  # nobody knows it
+    assert staff.post(f"{MOUNT}queues/%00/pause", **create).status_code == 400  # unstorable
 
 
 def test_openapi_names_where_the_routes_are(env, staff):

@@ -28,11 +28,9 @@ DYNAMIC_IMPORTS = {"import_string", "import_module"}
 REVIEWED_IMPORTS = {
     "__init__.py": "lazy public names: a module path from a constant table",
     "conf.py": "CLOCK and ADMIN_PERMISSION: dotted paths from settings",
-    "checks.py": "ADMIN_PERMISSION: a dotted path from settings",
     "maintenance/cron.py": "a CRON entry's job class: a dotted path from settings",
     "schedules.py": "a CRON entry's job class: a dotted path from settings",
-    "admin_api/permissions.py": "ADMIN_PERMISSION: a dotted path from settings",
-    "dashboard/access.py": "ADMIN_PERMISSION: a dotted path from settings",
+    "operations/permissions.py": "ADMIN_PERMISSION: a dotted path from settings",
     "apps.py": "anole_jobs.tasks.calls, a constant, when TASKS names the backend",
     "tasks/calls.py": (
         "a django.tasks job's module path comes from its payload, as the tasks API requires: "

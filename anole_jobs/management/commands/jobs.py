@@ -1,10 +1,12 @@
-"""`manage.py jobs SUBCOMMAND`: the admin calls from a shell (R37).
+"""`manage.py jobs SUBCOMMAND`: the admin calls from a shell (docs/admin.md).
 
 Tables for people by default (aligned columns, times relative to now, errors shortened);
 ``--json`` prints exactly what the matching admin route answers (the same `payloads`
 functions build both), one JSON document per line. An unknown id or name exits 1 with one
 line on stderr per miss; bad arguments exit 2 (argparse); a store that does not answer exits 1
-with one line. This module only parses arguments, calls the `jobs` facade and prints.
+with one line. An action that changes nothing (cancelling a finished job) says so and exits 0.
+This module only reads arguments and prints: parsing, paging, acting and the error messages
+are `anole_jobs.operations`'.
 """
 
 from __future__ import annotations
@@ -16,28 +18,31 @@ from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import InterfaceError, OperationalError
 
 from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
-from anole_jobs.errors import InvalidJob, StoreUnavailable
-from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
+from anole_jobs.operations import actions
+from anole_jobs.operations.clock import now as clock_now
+from anole_jobs.operations.ids import parse_job_id
+from anole_jobs.operations.listing import Listing, fetch_page, parse_after, parse_limit
+from anole_jobs.operations.problems import EXPECTED, NotFound, OperationError, problem_of
+from anole_jobs.stores.base import STATES, JobRecord
 
-MAX_ID = 2**63 - 1
 ERROR_WIDTH = 50
+HOW_TO_CREATE = "pass --create"
 
 
-def job_id(text: str) -> int:
-    """An argparse type: a job id (a positive integer)."""
-    if not text.isdigit() or not 1 <= int(text[:20]) <= MAX_ID:
-        raise argparse.ArgumentTypeError(f"not a job id (a positive integer): {text!r}")
-    return int(text)
+def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type from one of the operations' parsers: what they refuse exits 2."""
 
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except OperationError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
 
-def positive(text: str) -> int:
-    if not text.isdigit() or int(text[:20]) < 1:
-        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
-    return min(int(text[:20]), LIST_LIMIT_MAX)
+    convert.__name__ = parse.__name__
+    return convert
 
 
 def relative(moment: datetime | None, now: datetime) -> str:
@@ -102,9 +107,13 @@ class Command(BaseCommand):
         listing.add_argument("--state", choices=STATES)
         listing.add_argument("--queue")
         listing.add_argument("--kind")
-        listing.add_argument("--limit", type=positive, default=100, help="default 100, max 1000")
-        listing.add_argument("--after", type=job_id, help="ids below this one (the next page)")
-        sub("show", "one job in full").add_argument("id", type=job_id)
+        listing.add_argument(
+            "--limit", type=argument(parse_limit), default=100, help="default 100, max 1000"
+        )
+        listing.add_argument(
+            "--after", type=argument(parse_after), help="ids below this one (the next page)"
+        )
+        sub("show", "one job in full").add_argument("id", type=argument(parse_job_id))
         sub("counts", "jobs per queue and state")
         sub("queues", "every queue: paused or not, and its jobs per state")
         for name, what in (
@@ -112,9 +121,20 @@ class Command(BaseCommand):
             ("cancel", "cancel waiting or running jobs"),
             ("delete", "delete jobs"),
         ):
-            sub(name, what).add_argument("ids", type=job_id, nargs="+", metavar="ID")
-        sub("pause", "stop every worker claiming a queue's jobs").add_argument("queue")
-        sub("resume", "let workers claim a paused queue's jobs again").add_argument("queue")
+            sub(name, what).add_argument(
+                "ids", type=argument(parse_job_id), nargs="+", metavar="ID"
+            )
+        for name, what in (
+            ("pause", "stop every worker claiming a queue's jobs"),
+            ("resume", "let workers claim a paused queue's jobs again"),
+        ):
+            command = sub(name, what)
+            command.add_argument("queue")
+            command.add_argument(
+                "--create",
+                action="store_true",
+                help="act on a queue that is neither in QUEUES nor holds jobs (a new name)",
+            )
         sub("cron", "the CRON entries with their next and last ticks")
         sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
 
@@ -123,13 +143,11 @@ class Command(BaseCommand):
         action = getattr(self, "do_" + options["subcommand"].replace("-", "_"))
         try:
             action(options)
-        except (StoreUnavailable, OperationalError, InterfaceError) as exc:
-            hint = " (run manage.py migrate)" if "no such table" in str(exc) else ""
-            raise CommandError(
-                f"the jobs store did not answer: {exc}{hint}", returncode=1
-            ) from None
-        except InvalidJob as exc:
-            raise CommandError(str(exc), returncode=1) from None
+        except EXPECTED as exc:
+            problem = problem_of(exc)
+            if problem is None:
+                raise
+            raise CommandError(problem.message, returncode=1) from None
 
     # -- output ----------------------------------------------------------------------------
     def emit(self, payload: Any, human: Callable[[], str]) -> None:
@@ -139,7 +157,7 @@ class Command(BaseCommand):
             self.stdout.write(human())
 
     def now(self) -> datetime:
-        return jobs.service.clock()
+        return clock_now()
 
     def job_rows(self, records: Sequence[JobRecord]) -> str:
         now = self.now()
@@ -162,29 +180,28 @@ class Command(BaseCommand):
 
     # -- subcommands -----------------------------------------------------------------------
     def do_list(self, options: dict[str, Any]) -> None:
-        limit = options["limit"]
-        records = jobs.list(
-            state=options["state"],
-            queue=options["queue"],
-            kind=options["kind"],
-            limit=limit,
-            after=options["after"],
+        page = fetch_page(
+            Listing(
+                state=options["state"],
+                queue=options["queue"],
+                kind=options["kind"],
+                limit=options["limit"],
+                after=options["after"],
+            )
         )
 
         def human() -> str:
-            if not records:
+            if not page.records:
                 return "no jobs"
-            text = self.job_rows(records)
-            if len(records) >= limit:
-                text += f"\nmore: --after {records[-1].id}"
+            text = self.job_rows(page.records)
+            if page.next_after is not None:
+                text += f"\nmore: --after {page.next_after}"
             return text
 
-        self.emit(payloads.job_page(records, limit=limit), human)
+        self.emit(payloads.job_page(page), human)
 
     def do_show(self, options: dict[str, Any]) -> None:
-        record = jobs.get(options["id"])
-        if record is None:
-            raise CommandError(f"no job with id {options['id']}", returncode=1)
+        record = actions.get(options["id"])
         self.emit(payloads.job(record), lambda: self.describe(record))
 
     def describe(self, record: JobRecord) -> str:
@@ -213,31 +230,39 @@ class Command(BaseCommand):
                 lines.extend("    " + line for line in traceback.splitlines())
         return "\n".join(lines)
 
-    def each_job(self, ids: Sequence[int], call: Callable[[int], Any], verb: str) -> None:
+    def each_job(
+        self, ids: Sequence[int], call: Callable[[int], actions.Outcome[Any]], verb: str
+    ) -> None:
         missing = []
         for job in ids:
-            result = call(job)
-            if result is None or result is False:
-                missing.append(job)
+            try:
+                outcome = call(job)
+            except NotFound as exc:
+                missing.append(exc.message)
                 continue
-            if result is True:  # delete: the route answers 204, no body
+            record = outcome.record
+            if not isinstance(record, JobRecord):  # delete: the route answers 204, no body
                 if not self.as_json:
                     self.stdout.write(f"job {job} deleted")
                 continue
-            self.emit(payloads.job(result), _constant(f"job {result.id} {verb}: {result.state}"))
-        for job in missing:
-            self.stderr.write(f"no job with id {job}")
+            if outcome.changed:
+                line = f"job {record.id} {verb}: {record.state}"
+            else:
+                line = f"job {record.id} not {verb}: nothing changed (it is {record.state})"
+            self.emit(payloads.job(record), _constant(line))
+        for message in missing:
+            self.stderr.write(message)
         if missing:
             raise SystemExit(1)
 
     def do_retry(self, options: dict[str, Any]) -> None:
-        self.each_job(options["ids"], jobs.retry, "retried")
+        self.each_job(options["ids"], actions.retry, "retried")
 
     def do_cancel(self, options: dict[str, Any]) -> None:
-        self.each_job(options["ids"], jobs.cancel, "cancelled")
+        self.each_job(options["ids"], actions.cancel, "cancelled")
 
     def do_delete(self, options: dict[str, Any]) -> None:
-        self.each_job(options["ids"], jobs.delete, "deleted")
+        self.each_job(options["ids"], actions.delete, "deleted")
 
     def do_counts(self, options: dict[str, Any]) -> None:
         counts = payloads.counts(jobs.counts())
@@ -268,19 +293,24 @@ class Command(BaseCommand):
             ),
         )
 
-    def _queue(self, record: Any) -> None:
-        self.emit(
-            payloads.queue(record),
-            lambda: "queue {}: {} ({})".format(
-                *self.queue_line(record.name, record.paused, dict(record.counts))
-            ),
+    def _queue(self, outcome: actions.Outcome[Any]) -> None:
+        record = outcome.record
+        line = "queue {}: {} ({})".format(
+            *self.queue_line(record.name, record.paused, dict(record.counts))
         )
+        if not outcome.changed:
+            line += f"; nothing changed (it was {'paused' if record.paused else 'running'})"
+        self.emit(payloads.queue(record), _constant(line))
 
     def do_pause(self, options: dict[str, Any]) -> None:
-        self._queue(jobs.pause(options["queue"]))
+        self._queue(
+            actions.pause(options["queue"], create=options["create"], how_to_create=HOW_TO_CREATE)
+        )
 
     def do_resume(self, options: dict[str, Any]) -> None:
-        self._queue(jobs.resume(options["queue"]))
+        self._queue(
+            actions.resume(options["queue"], create=options["create"], how_to_create=HOW_TO_CREATE)
+        )
 
     def do_cron(self, options: dict[str, Any]) -> None:
         records = jobs.cron_list()
@@ -308,10 +338,7 @@ class Command(BaseCommand):
         )
 
     def do_cron_trigger(self, options: dict[str, Any]) -> None:
-        try:
-            result = jobs.cron_trigger(options["name"])
-        except LookupError as exc:
-            raise CommandError(str(exc), returncode=1) from None
+        result = actions.trigger(options["name"]).record
         self.emit(
             payloads.enqueued(result),
             lambda: (

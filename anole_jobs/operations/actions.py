@@ -1,0 +1,125 @@
+"""The actions a person takes on jobs, queues and cron entries, each returning what it acted on
+and whether it changed anything: cancelling a job that already finished, pausing a paused
+queue or triggering a cron entry whose unique job already waits changes nothing, and the
+surfaces say so.
+
+A job or cron entry that does not exist raises `NotFound`. Pausing or resuming a queue that is
+neither in ``QUEUES`` nor known to the store (no jobs, no pause) is refused with `NotFound`
+and the nearest known names ("did you mean"), unless the caller passes ``create=True``: a
+mistyped name would otherwise create a paused, empty queue and answer success.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from anole_jobs.api import jobs
+from anole_jobs.operations.problems import NotFound
+from anole_jobs.records import Enqueued, QueueRecord
+from anole_jobs.stores.base import JobRecord
+
+T = TypeVar("T")
+
+#: States from which `cancel` moves a job (the others are finished and left as they are).
+CANCELLABLE = ("scheduled", "available", "retrying", "running")
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """What an action left (the record as it now is) and whether the action changed it."""
+
+    record: T
+    changed: bool
+
+
+def _missing(job_id: int) -> NotFound:
+    return NotFound(f"no job with id {job_id}")
+
+
+def get(job_id: int) -> JobRecord:
+    record = jobs.get(job_id)
+    if record is None:
+        raise _missing(job_id)
+    return record
+
+
+def retry(job_id: int) -> Outcome[JobRecord]:
+    """Make the job available now. Unchanged when it already was, or when another job holds
+    its unique key (the store then leaves it as it is)."""
+    before = get(job_id)
+    record = jobs.retry(job_id)
+    if record is None:
+        raise _missing(job_id)
+    return Outcome(record, record.state == "available" and before.state != "available")
+
+
+def cancel(job_id: int) -> Outcome[JobRecord]:
+    """Cancel a waiting or running job; a finished one (completed, dead, cancelled) is left as
+    it is and the outcome says it did not change. (The state is read first: a job that
+    finishes between the read and the cancel is reported as it is left, unchanged.)"""
+    before = get(job_id)
+    record = jobs.cancel(job_id)
+    if record is None:
+        raise _missing(job_id)
+    changed = before.state in CANCELLABLE and record.state == "cancelled"
+    return Outcome(record, changed)
+
+
+def delete(job_id: int) -> Outcome[int]:
+    """Delete the job whatever its state; `NotFound` when there is none."""
+    if not jobs.delete(job_id):
+        raise _missing(job_id)
+    return Outcome(job_id, True)
+
+
+def trigger(name: str) -> Outcome[Enqueued]:
+    """Enqueue cron entry `name`'s job now; unchanged when a unique duplicate already waits."""
+    try:
+        enqueued = jobs.cron_trigger(name)
+    except LookupError as exc:
+        raise NotFound(str(exc)) from None
+    return Outcome(enqueued, enqueued.inserted)
+
+
+# -- queues ----------------------------------------------------------------------------------
+def known_queues() -> dict[str, QueueRecord]:
+    """Every queue the facade knows: from ``QUEUES``, stored jobs or a pause."""
+    return {record.name: record for record in jobs.queues()}
+
+
+def _unknown_queue(name: str, known: dict[str, QueueRecord], how_to_create: str) -> NotFound:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    suggestion = f"; did you mean {' or '.join(repr(n) for n in close)}?" if close else ""
+    return NotFound(
+        f"no queue named {name!r}: it is not in QUEUES and holds no jobs{suggestion} "
+        f"({how_to_create} to use a new queue anyway)",
+        code="unknown_queue",
+    )
+
+
+def _queue_action(
+    name: str, *, pause: bool, create: bool, how_to_create: str
+) -> Outcome[QueueRecord]:
+    known = known_queues()
+    before = known.get(name)
+    if before is None and not create:
+        raise _unknown_queue(name, known, how_to_create)
+    record = jobs.pause(name) if pause else jobs.resume(name)
+    was_paused = before is not None and before.paused
+    return Outcome(record, record.paused != was_paused)
+
+
+def pause(
+    name: str, *, create: bool = False, how_to_create: str = "ask with create"
+) -> Outcome[QueueRecord]:
+    """Pause `name` for every instance; unchanged when it was paused already."""
+    return _queue_action(name, pause=True, create=create, how_to_create=how_to_create)
+
+
+def resume(
+    name: str, *, create: bool = False, how_to_create: str = "ask with create"
+) -> Outcome[QueueRecord]:
+    """Resume `name`; unchanged when it was not paused."""
+    return _queue_action(name, pause=False, create=create, how_to_create=how_to_create)

@@ -1,0 +1,94 @@
+"""Who may use the surfaces: ``ANOLE_JOBS["ADMIN_PERMISSION"]``, the one rule for the JSON
+routes, the dashboard and the Django admin (and checked by ``manage.py check``).
+
+The setting is a dotted path to (or a) ``callable(request) -> bool``; without it, an active
+staff user may. `access` says what to do with a request: let it through, ask an anonymous
+visitor to log in, or refuse a logged-in one. A permission that raises, or a setting that
+cannot be used, refuses (and logs why): a broken permission never opens the door, and never
+turns into a server error either. A permission may accept a request by another credential
+(an API token in a header), so it works for clients with no session: see docs/admin.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils.module_loading import import_string
+
+from anole_jobs import conf
+from anole_jobs.errors import ConfigurationError
+
+logger = logging.getLogger("anole_jobs.admin")
+
+Permission = Callable[[HttpRequest], Any]
+SETTING = "ANOLE_JOBS['ADMIN_PERMISSION']"
+
+
+class Access(enum.Enum):
+    ALLOWED = "allowed"
+    ANONYMOUS = "anonymous"  # refused, and nobody is logged in: ask them to log in
+    FORBIDDEN = "forbidden"  # refused, and someone is logged in
+
+
+def is_active_staff(request: HttpRequest) -> bool:
+    """The default permission: an authenticated, active staff user."""
+    user = getattr(request, "user", None)
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and getattr(user, "is_active", False)
+        and getattr(user, "is_staff", False)
+    )
+
+
+def setting_problem(value: object) -> str | None:
+    """Why `value` cannot be the permission setting, or None when it can (None is the
+    default). For the system check and for `configured_permission`."""
+    if value is None or (callable(value) and not isinstance(value, str)):
+        return None
+    if not isinstance(value, str):
+        return f"{SETTING} must be a dotted path or a callable, got {value!r}"
+    try:
+        found = import_string(value)
+    except ImportError as exc:
+        return f"{SETTING} {value!r} cannot be imported: {exc}"
+    if not callable(found):
+        return f"{SETTING} {value!r} is not callable"
+    return None
+
+
+def configured_permission() -> Permission:
+    """The permission the settings name (read at each request, so settings overrides apply);
+    `ConfigurationError` when the setting cannot be used."""
+    value = conf.raw_settings().get("ADMIN_PERMISSION")
+    problem = setting_problem(value)
+    if problem is not None:
+        raise ConfigurationError(problem)
+    if value is None:
+        return is_active_staff
+    found: Permission = import_string(value) if isinstance(value, str) else value
+    return found
+
+
+def access(request: HttpRequest) -> Access:
+    """Whether `request` may use the surfaces, and if not, whether someone is logged in."""
+    try:
+        allowed = bool(configured_permission()(request))
+    except ConfigurationError as exc:
+        logger.error("%s; the request is refused (manage.py check reports it)", exc)
+        allowed = False
+    except Exception:
+        logger.exception("%s raised; the request is refused", SETTING)
+        allowed = False
+    if allowed:
+        return Access.ALLOWED
+    user = getattr(request, "user", None)
+    return Access.FORBIDDEN if getattr(user, "is_authenticated", False) else Access.ANONYMOUS
+
+
+def permitted(request: HttpRequest) -> bool:
+    return access(request) is Access.ALLOWED
