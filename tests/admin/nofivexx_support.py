@@ -19,7 +19,7 @@ import contextlib
 import io
 import json
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,25 +334,26 @@ def run_jobs_command(*args: str) -> Ran:
     return Ran(tuple(args), code, out.getvalue(), err.getvalue(), crashed)
 
 
-def cli_problems(ran: Ran, *, usage_errors: bool = True) -> list[str]:
-    """Never a traceback; exit 0, or 1 with one line on stderr (or argparse's usage error,
-    exit 2, when `usage_errors`)."""
+def cli_problems(ran: Ran, *, store_down: bool = False) -> list[str]:
+    """Never a traceback; exit 0, 1 with a line per problem on stderr (one line in all when
+    the store is down), or argparse's usage error (2) ending in an ``error:`` line."""
     found = []
     if ran.crashed is not None:
         found.append(f"an exception escaped ({ran.crashed})")
     text = ran.out + ran.err
     if any(marker in text for marker in TRACEBACK_MARKERS):
         found.append("a traceback in the output")
-    allowed = (0, 1, 2) if usage_errors else (0, 1)
+    allowed = (1,) if store_down else (0, 1, 2)
     if ran.code not in allowed:
-        found.append(f"exit status {ran.code}")
+        found.append(f"exit status {ran.code}, expected {' or '.join(map(str, allowed))}")
     lines = [line for line in ran.err.splitlines() if line.strip()]
-    if ran.code == 1 and ran.crashed is None and len(lines) != 1:
-        found.append(f"{len(lines)} lines on stderr, not one")
+    if ran.code == 1 and ran.crashed is None:
+        if not lines:
+            found.append("exit 1 with nothing on stderr")
+        if store_down and len(lines) != 1:
+            found.append(f"{len(lines)} lines on stderr, not one")
+        if any(line[0].isspace() for line in lines):
+            found.append("a message that runs over several lines")
     if ran.code == 2 and not (lines and ": error: " in lines[-1]):
         found.append("a usage error without an 'error:' line")
     return found
-
-
-def sample_ids(records: Sequence[Any]) -> list[int]:
-    return [record.id for record in records]
