@@ -211,6 +211,8 @@ def run_matrix(env: Any, people: Any, document: Any, asker: Asker, *, down: bool
             answers.append(ask(client, page, job))
     failures = []
     for page, job, response in zip(pages, jobs, answers, strict=True):
+        if down and page.path == ADMIN and env.name == "sqlite":
+            continue  # Django's own index, which needs the site's database to know who asks
         problems = check_page(env, document, page, asker, response, down=down)
         if problems:
             failures.append(f"{describe(page.method, page.url(job), response)}: {problems}")
