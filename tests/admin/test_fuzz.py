@@ -1,10 +1,12 @@
 """Property-based fuzz of the admin routes, driven by their OpenAPI document (schemathesis
 generates valid and invalid requests per operation), plus Hypothesis strategies of our own
 for what a schema cannot express: any method on any path, raw bytes that are not UTF-8 in
-query strings and paths, and SQL-looking text. The rule: no answer is ever a 5xx, and every
-answer but a 204 is JSON.
+query strings and paths, and SQL-looking text. The rule: no answer is ever a 5xx (but a 503
+with ``Retry-After`` while the store is down), every answer but a 204 is JSON, and the body of
+a generated request's answer matches the schema the document gives for its status.
 
-Runs as a logged-in staff user so the requests reach the handlers and the store.
+Runs as a logged-in staff user so the requests reach the handlers and the store, with the store
+up and with it down.
 """
 
 from __future__ import annotations
@@ -20,12 +22,22 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from anole_jobs.admin_api.openapi import document
+from tests.admin.nofivexx_support import (
+    JsonOperation,
+    json_operations,
+    problems_with,
+    schema_problems,
+    take_store_down,
+)
 from tests.admin.support import METHODS, MOUNT, configure_admin
 from tests.sampleapp.jobs import Work
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 
-SCHEMA = schemathesis.openapi.from_dict(document(server_url=MOUNT.rstrip("/")))
+DOCUMENT = document(server_url=MOUNT.rstrip("/"))
+SCHEMA = schemathesis.openapi.from_dict(DOCUMENT)
+DOCUMENTED = {(op.path, op.method): op for op in json_operations(DOCUMENT)}
+OUTAGES = pytest.mark.parametrize("down", [False, True], ids=["store-up", "store-down"])
 OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
 FUZZ = settings(
     max_examples=25,
@@ -52,11 +64,17 @@ RAW_BYTES = st.binary(min_size=1, max_size=12).map(lambda b: "".join(f"%{x:02X}"
 TEXT = st.one_of(st.text(max_size=20), SQL_LOOKING, st.integers().map(str))
 
 
-def check(response: Any, what: str) -> None:
-    assert response.status_code < 500, f"{what}: {response.status_code} {response.content[:300]!r}"
+def check(
+    response: Any, what: str, *, down: bool = False, operation: JsonOperation | None = None
+) -> None:
+    problems = problems_with(response, down=down)
+    assert problems == [], f"{what}: {problems}: {response.content[:300]!r}"
     if response.status_code != 204 and response.request["REQUEST_METHOD"] != "HEAD":
         assert response["Content-Type"] == "application/json", what
         json.loads(response.content)
+        if operation is not None:
+            mismatches = schema_problems(DOCUMENT, operation, response)
+            assert mismatches == [], f"{what}: {mismatches}: {response.content[:300]!r}"
 
 
 @pytest.fixture
@@ -85,17 +103,24 @@ CASES = [
 ]
 
 
+@OUTAGES
 @pytest.mark.parametrize(("operation", "mode"), CASES)
-def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode):
+def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode, down):
+    documented = DOCUMENTED[(operation.path, operation.method.upper())]
+
     @FUZZ
     @given(operation.as_strategy(generation_mode=mode))
     def fuzz(case: Any) -> None:
         query = urlencode(case.query or {}, doseq=True)
         url = MOUNT.rstrip("/") + case.formatted_path + (f"?{query}" if query else "")
         response = staff_client.generic(case.method, url)
-        check(response, f"{case.method} {url}")
+        check(response, f"{case.method} {url}", down=down, operation=documented)
 
-    fuzz()
+    if down:
+        with take_store_down(env):
+            fuzz()
+    else:
+        fuzz()
 
 
 @given(
@@ -113,6 +138,7 @@ def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode):
 )
 @FUZZ
 def test_any_method_path_and_query_bytes_get_no_5xx(env, staff_client, method, segments, query):
+    """With the store up; the store-down twin of this test is in test_no_server_errors."""
     path = "/".join(
         segment if segment.startswith("%") else quote(segment, safe="") for segment in segments
     )
