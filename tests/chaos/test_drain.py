@@ -1,6 +1,7 @@
 """Drain: SIGTERM while handlers run long jobs, a second SIGTERM, and SIGTERM while the store
 is down. The process exits within `max(drain_timeout) + 3 s` (status 0 for a drain, 1 for a
-second signal, which gives the running jobs back first), and every job still completes once exactly — run again by a fresh process.
+second signal, which gives the running jobs back first), and every job still completes once
+exactly — run again by a fresh process.
 """
 
 from __future__ import annotations

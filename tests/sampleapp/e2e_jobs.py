@@ -198,7 +198,7 @@ def query(job: Job, args: Query) -> None:
 @kind("e2e.swallow", attempts=2, timeout=1)
 @dataclass
 class SwallowCancel:
-    """Catches its `Canceled` (at the 1 s timeout) and returns: recorded completed (R18)."""
+    """Catches its `Canceled` (at the 1 s timeout) and returns: recorded completed (it returned)."""
 
     seconds: float = 30.0
     marker: str = ""
