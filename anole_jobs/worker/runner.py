@@ -270,9 +270,10 @@ class Runtime:
             if unstarted:
                 worker.give_back(unstarted)
         runs = [run for run in self.runs.snapshot() if run.interrupt_by_runtime()]
+        self._give_back_runs(runs)
+        # Then stop the handlers at their next wait (whatever they end with is dropped).
         for run in runs:
             run.scope.cancel("drain")
-        self._give_back_runs(runs)
         self.completer.stop(timeout=max(0.0, deadline - monotonic()))
         return len(runs)
 

@@ -124,8 +124,14 @@ def test_given_back_jobs_run_again_with_the_same_attempt_and_a_streak_is_warned_
 
 
 def test_a_second_signal_gives_the_running_jobs_back_and_exits(backend: Backend) -> None:
-    # Handlers in time.sleep(60) reach no wait: only the runtime can give their jobs back.
-    ids = backend.enqueue("busy", count=2, seconds=60, marker=str(backend.markers))
+    # One handler in time.sleep(60), which reaches no wait, and one in job.sleep(60), which
+    # the give-back cancels (and must not end the process before the give-back is written).
+    marker = str(backend.markers)
+    busy, sleeping = backend.enqueue_specs(
+        Spec("busy", args={"seconds": 60, "marker": marker}),
+        Spec("block", args={"seconds": 60, "marker": marker}),
+    )
+    ids = busy + sleeping
     # A long drain, so "at once" cannot be mistaken for the end of the drain.
     worker = backend.spawn(DRAIN="30")
     worker.wait_ready()

@@ -116,6 +116,7 @@ class Command(BaseCommand):
             reason=f"runjobs: {signals.first} received",
             hint="a second SIGTERM or SIGINT gives them back now and exits",
         )
+        signals.drained()  # a second signal's give-back, if one began, ends the process
         jobs.stop(drain=True)  # the runtime has stopped: this only forgets it
         metrics.process_exited()
         logger.info("runjobs: stopped")
@@ -175,7 +176,8 @@ class _Signals:
         self.stop = threading.Event()
         self.first = "signal"
         self.runtime: Any = None
-        self._aborting = False
+        self._aborting: threading.Thread | None = None
+        self._drained = False
 
     def install(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)
@@ -186,11 +188,25 @@ class _Signals:
             self.first = signal.Signals(signum).name
             self.stop.set()
             return
-        if self._aborting or self.runtime is None:
+        if self._drained:
+            return  # the drain is over: the process is about to exit anyway
+        if self._aborting is not None or self.runtime is None:
             sys.stderr.flush()
             os._exit(1)
-        self._aborting = True
-        threading.Thread(target=self._give_back_and_exit, name="runjobs-abort", daemon=True).start()
+        self._aborting = threading.Thread(
+            target=self._give_back_and_exit, name="runjobs-abort", daemon=True
+        )
+        self._aborting.start()
+
+    def drained(self) -> None:
+        """The drain returned. If a second signal's give-back runs, wait for it to end the
+        process (with status 1): the drain may have ended only because the give-back cancelled
+        the handlers, and exiting now would cut its write short."""
+        # Signal handlers run in this (the main) thread, between its statements: once this
+        # flag is set, no new give-back can start.
+        self._drained = True
+        if self._aborting is not None:
+            self._aborting.join()
 
     def _give_back_and_exit(self) -> None:
         name = "runjobs-give-back"
