@@ -1,1 +1,2 @@
-"""The runtime: attempts (`executor`), cancellation, manual steps and (later) worker pools."""
+"""The runtime: one attempt (`executor`, `outcomes`), cancellation, the worker pools and their
+drain (`queue`, `runner`), and manual steps (`step`)."""

@@ -1,4 +1,4 @@
-"""Cancellation of one run (R18): a flag set by a timeout, a drain or a lost lease, raised as
+"""Cancellation of one run: a flag set by a timeout, a drain or a lost lease, raised as
 `Canceled` at the handler's next wait.
 
 The timeout is a deadline the scope checks itself at every wait (and a sleep wakes for), so
@@ -30,7 +30,7 @@ class CancelScope:
         # Made on the first wait only: most runs never wait, and an Event (a Condition and
         # its lock) is the dearest part of a scope; this is built once per job.
         self._event: threading.Event | None = None
-        # Manual mode never waits for time to pass (R35): sleep only checks.
+        # Manual mode (`jobs.step()`) never waits for time to pass: sleep only checks.
         self._waits = waits
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -133,7 +133,7 @@ def install_query_checks() -> None:
 @contextlib.contextmanager
 def cancel_on_queries(scope: CancelScope) -> Iterator[None]:
     """Raise `Canceled` at the next Django database query of this thread once `scope` is
-    cancelled: a sync handler's usual wait (R18)."""
+    cancelled: a sync handler's usual wait."""
     if _query_checks.installed:
         previous, _query_checks.scope = _query_checks.scope, scope
         try:

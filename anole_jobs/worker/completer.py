@@ -4,7 +4,7 @@ Slots hand their `Attempt` to `submit`; one thread takes whatever has accumulate
 with a single fenced `store.finish` call, then reports each run's end through `Outcomes`. A
 write that fails (the store does not answer) is retried with backoff until its patience runs
 out (or the stop's deadline passes); then the outcome is recorded as unsaved and the job runs
-again after its lease (R1).
+again after its lease (at least once: never lost).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""One attempt of one claimed job, as a pipeline of named steps (R15–R20):
+"""One attempt of one claimed job, as a pipeline of named steps:
 
-    span -> RUN_STARTED -> decode -> call (cancel, timeout) -> decide
+    span -> RUN_STARTED -> decode -> call (cancel, timeout) -> decide -> count drains
          -> (the caller writes, fenced) -> outcomes.record
 
 `Executor.run` returns an `Attempt` (see `outcomes`): the `Finish` to write (None when nothing
@@ -32,6 +32,7 @@ from anole_jobs.kinds import HandlerSpec
 from anole_jobs.records import Outcome
 from anole_jobs.service import Jobs
 from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish
+from anole_jobs.worker import drained
 from anole_jobs.worker.cancel import CancelScope, cancel_on_queries
 from anole_jobs.worker.outcomes import Attempt, give_back
 
@@ -63,7 +64,7 @@ class _Control:
         self.scope.check()
         meta = {**self.meta, "output": output}
         if not self.executor.service.store.update_meta(self.claimed.run, meta):
-            raise Canceled("lost")  # the run is stale (R22): its output must not be written
+            raise Canceled("lost")  # the job moved on without this run: write nothing for it
         self.meta = meta
 
     def record_meta(self, key: str, value: Any) -> None:
@@ -81,7 +82,8 @@ class _Control:
         finish = Finish(run=self.claimed.run, state="completed", at=now)
         (written,) = service.store.finish([finish])
         if not written:
-            # The run is stale (R22): refuse inside the user's transaction so it rolls back.
+            # The job moved on without this run (rescued, cancelled, retried): refuse inside
+            # the user's transaction so it rolls back.
             raise Canceled("lost")
         self.completion_requested = True
 
@@ -161,13 +163,15 @@ class Executor:
             with span.activate():
                 self._call(handler, job, scope)
         except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
+            # SystemExit, KeyboardInterrupt, GeneratorExit and a user's own BaseException too:
+            # a handler cannot stop its worker; it fails its attempt like any error. (Signals
+            # reach only the main thread; `jobs.step()` tells a real Ctrl-C apart itself.)
             error = exc
         seconds = monotonic() - started
         if control.completion_requested:
             return self._after_complete_in(claimed, control, error, seconds, span)
         outcome, finish = self.decide(claimed, job, handler, error, scope)
+        self._count_drains(claimed, control, outcome, finish)
         return Attempt(claimed=claimed, outcome=outcome, finish=finish, seconds=seconds, span=span)
 
     # -- call --------------------------------------------------------------------------------
@@ -184,8 +188,19 @@ class Executor:
             handler.func(job, args)
 
     def _call_async(self, handler: HandlerSpec, job: Job, args: Any, scope: CancelScope) -> None:
-        async def main() -> None:
-            task = asyncio.ensure_future(handler.func(job, args))
+        async def guarded() -> BaseException | None:
+            # asyncio lets SystemExit and KeyboardInterrupt out of a task through the event
+            # loop itself (leaving the loop's other tasks to be torn down noisily); caught
+            # here, in the handler's own task, they come back as a value and are raised
+            # once the loop has ended cleanly.
+            try:
+                await handler.func(job, args)
+            except (SystemExit, KeyboardInterrupt) as exc:
+                return exc
+            return None
+
+        async def main() -> BaseException | None:
+            task = asyncio.ensure_future(guarded())
             loop = asyncio.get_running_loop()
 
             def cancel_task() -> None:
@@ -193,7 +208,7 @@ class Executor:
 
             scope.on_cancel(cancel_task)
             try:
-                await asyncio.wait_for(task, scope.remaining())
+                return await asyncio.wait_for(task, scope.remaining())
             except TimeoutError:
                 scope.cancel("timeout")
                 raise Canceled("timeout") from None
@@ -201,7 +216,9 @@ class Executor:
                 raise Canceled(scope.reason or "canceled") from None
 
         scope.check()
-        asyncio.run(main())
+        escaped = asyncio.run(main())
+        if escaped is not None:
+            raise escaped
 
     # -- decide ------------------------------------------------------------------------------
     def decide(
@@ -216,7 +233,7 @@ class Executor:
         now = self.service.clock()
         run = claimed.run
         if error is None:
-            # A handler that swallowed its Canceled and returned is completed (R18).
+            # A handler that swallowed its Canceled and returned is completed: it returned.
             return "completed", Finish(run=run, state="completed", at=now)
         if isinstance(error, Snooze):
             return "snoozed", Finish(
@@ -244,6 +261,15 @@ class Executor:
             return self._failed(claimed, handler, now, entry, error.delay)
         entry = self._entry(job, now, _type_name(error), str(error), error)
         return self._failed(claimed, handler, now, entry, None)
+
+    def _count_drains(
+        self, claimed: ClaimedJob, control: _Control, outcome: Outcome, finish: Finish | None
+    ) -> None:
+        """Keep the count of drains in a row that gave the job back (see `drained`)."""
+        if outcome == "interrupted":
+            drained.count_give_back(self.service, claimed, control.meta)
+        elif finish is not None and drained.KEY in control.meta:
+            drained.clear_give_backs(self.service, claimed, control.meta)
 
     def _failed(
         self,
@@ -304,7 +330,7 @@ class Executor:
         seconds: float,
         span: tracing.RunSpan,
     ) -> Attempt:
-        # The handler's own transaction decided the outcome (R20): write nothing more.
+        # The handler's own transaction decided the outcome: write nothing more.
         if control.completion_committed:
             return Attempt(
                 claimed=claimed,

@@ -1,4 +1,4 @@
-"""Heartbeats (R21, R22): extend the leases of the runs in flight about every LEASE/3, and
+"""Heartbeats: extend the leases of the runs in flight about every LEASE/3, and
 cancel every run whose lease the store no longer recognises (rescued, cancelled, retried or
 deleted elsewhere): its outcome will be `lost`.
 """

@@ -1,5 +1,5 @@
 """One queue's worker pool: a dispatcher that claims in batches, and `concurrency` slot threads
-that run the attempts (R29, issue 3) and hand each finished attempt straight to the completer.
+that run the attempts and hand each finished attempt straight to the completer.
 
 The pool keeps some jobs **claimed ahead** of its slots, so that a slot that frees finds its
 next job waiting instead of a claim round trip. How many is adaptive: about `AHEAD_SECONDS` of
@@ -9,7 +9,7 @@ in batches of at least half of it. That bounds what claiming ahead costs: a job 
 at a higher priority waits behind at most about `AHEAD_SECONDS` of work.
 
 Slots are daemon threads: a sync handler that never reaches a wait cannot keep the process
-alive past its drain deadline (R28).
+alive past its drain deadline (the exit bound in `runner`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ class Dispatcher(BackgroundThread):
         pool = self.pool
         store = pool.service.store
         if not self.relaxed:
-            # This thread's connection only claims (and gives back): R22 makes a lost claim safe.
+            # This thread's connection only claims (and gives back): a claim lost in a crash only
+            # leaves its job available, and the fenced writes refuse the stale run's outcome.
             store.relax_claim_durability()
             self.relaxed = True
         wanted = pool.wanted()
@@ -226,7 +227,8 @@ class QueueWorker:
                 run.span = self.executor.start_span(run.claimed)
                 attempt = self.executor.run(run.claimed, run.scope, run.span)
                 run.finish_by_handler(lambda: self.completer.submit(attempt))  # noqa: B023
-            except Exception:  # noqa: BLE001 - a bug here must not kill the slot
+            except BaseException:  # noqa: BLE001 - a bug here must not kill the slot
+                # (the executor already turns whatever a handler raises into its attempt)
                 logger.exception(
                     "job %s: the runtime failed around its handler", run.claimed.record.id
                 )

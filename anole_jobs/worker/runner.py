@@ -1,4 +1,4 @@
-"""The runtime (R27–R29): worker pools for the configured queues, heartbeats, timeouts and
+"""The runtime: worker pools for the configured queues, heartbeats, timeouts and
 maintenance, and the drain that stops them.
 
 `jobs.start()` / `jobs.stop()` drive it inside an app's own process; `manage.py runjobs` is
@@ -9,6 +9,12 @@ returns is `completed`; one that finished meanwhile keeps its outcome). Only wha
 after the grace is put back by the runtime itself, fenced. The completer then writes what is
 pending, so the process never leaves while a finished run's write is in flight; all of it
 within max(drain_timeout) + 3 s.
+
+What an operator reads: the drain's first line says how many jobs it waits for and for how
+long; a queue whose `drain_timeout` passes says how many it cancels; each run's end has its
+line (`outcomes`). `give_back_running` ends a drain early (runjobs' second signal): the jobs
+still running go back at once instead of staying held until their lease lapses. A job that
+drains keep giving back is counted and, past a few in a row, logged (`drained`).
 """
 
 from __future__ import annotations
@@ -31,17 +37,19 @@ from anole_jobs.conf import QueueConfig
 from anole_jobs.errors import ConfigurationError, StoreUnavailable
 from anole_jobs.maintenance.loop import MaintenanceLoop
 from anole_jobs.service import Jobs
+from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.tracing import RunSpan
+from anole_jobs.worker import drained
 from anole_jobs.worker.completer import Completer
 from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.heartbeat import Heartbeat
 from anole_jobs.worker.outcomes import Attempt, Outcomes, give_back
 from anole_jobs.worker.queue import QueueWorker
-from anole_jobs.worker.runs import RunRegistry
+from anole_jobs.worker.runs import Run, RunRegistry
 
 logger = logging.getLogger("anole_jobs.worker")
 
-WRITE_GRACE = 3.0  # seconds a finished run's write may take past the drain deadline (R27)
+WRITE_GRACE = 3.0  # seconds a finished run's write may take past the drain deadline
 #: Seconds cancelled runs get to end by themselves before the runtime puts them back (within
 #: WRITE_GRACE, leaving time for that write).
 DRAIN_GRACE = 1.0
@@ -121,14 +129,18 @@ class Runtime:
             "leader: not yet (elected by the store; logged when it changes)"
         )
 
-    def stop(self, *, drain: bool = True) -> None:
-        """Drain and stop; returns within max(drain_timeout) + 3 s (R27, R28)."""
+    def stop(self, *, drain: bool = True, reason: str = "", hint: str = "") -> None:
+        """Drain and stop; returns within max(drain_timeout) + 3 s.
+
+        The drain's first log line says how many jobs it waits for and for how long;
+        `reason` (why it drains, e.g. "runjobs: SIGTERM received") and `hint` (what else the
+        operator can do) go into that line."""
         with self._state_lock:
             if not self.started or self.stopped.is_set():
                 return
         began = monotonic()
         latest = max((c.drain_timeout.total_seconds() for c in self.queue_configs), default=0.0)
-        # Every wait below takes only what is left of the bound (R28): a hung store call
+        # Every wait below takes only what is left of the bound: a hung store call
         # cannot keep the process past max(drain_timeout) + 3 s.
         deadline = began + (latest if drain else 0.0) + WRITE_GRACE
 
@@ -137,13 +149,20 @@ class Runtime:
 
         for worker in self.workers:
             worker.stop_claiming()
+        # Claimed ahead but not started: not waited for (given back below).
+        unstarted = {worker.name: worker.take_unstarted() for worker in self.workers}
+        logger.info(self._drain_plan(drain, reason, hint))
         for worker in self.workers:
             worker.join_dispatcher(timeout=min(5.0, left()))
         # Each queue waits its own drain_timeout, in parallel.
         drainers = [
             threading.Thread(
                 target=self._drain_queue,
-                args=(config, began + (config.drain_timeout.total_seconds() if drain else 0.0)),
+                args=(
+                    config,
+                    began + (config.drain_timeout.total_seconds() if drain else 0.0),
+                    unstarted[config.name],
+                ),
                 name=f"anole-drain-{config.name}",
                 daemon=True,
             )
@@ -163,20 +182,63 @@ class Runtime:
         self.stopped.set()
         logger.info("workers stopped (%.1f s)", monotonic() - began)
 
-    def _drain_queue(self, config: QueueConfig, deadline: float) -> None:
+    def _drain_plan(self, drain: bool, reason: str, hint: str) -> str:
+        """The drain's first line: how many jobs it waits for, and for how long."""
+        head = f"{reason}; draining" if reason else "draining"
+        running = {c.name: self.runs.count(c.name) for c in self.queue_configs}
+        total = sum(running.values())
+        tail = f"; {hint}" if hint and total else ""
+        if not total:
+            return f"{head}: no job running; stopping"
+        if not drain:
+            return f"{head}: not waiting; giving back {total} running job(s) now{tail}"
+        busy = [c for c in self.queue_configs if running[c.name]]
+        longest = max(c.drain_timeout.total_seconds() for c in busy)
+        per_queue = ", ".join(
+            f"{c.name}: {running[c.name]} within its drain_timeout of "
+            f"{c.drain_timeout.total_seconds():g} s"
+            for c in busy
+        )
+        return (
+            f"{head}: waiting up to {longest:g} s for {total} running job(s) to finish "
+            f"({per_queue}); those still running then are cancelled and given back{tail}"
+        )
+
+    def _drain_queue(
+        self, config: QueueConfig, deadline: float, unstarted: list[ClaimedJob]
+    ) -> None:
         worker = next(w for w in self.workers if w.name == config.name)
-        unstarted = worker.take_unstarted()
+        unstarted = unstarted + worker.take_unstarted()
         if unstarted:
             worker.give_back(unstarted)
         if self.runs.wait_empty(config.name, max(0.0, deadline - monotonic())):
             return
         # Deadline: cancel, and let each run end by itself for a moment (its next wait raises
         # Canceled; a finished run's attempt goes to the completer as usual).
-        for run in self.runs.snapshot(config.name):
+        running = self.runs.snapshot(config.name)
+        logger.info(
+            "queue %s: drain_timeout (%g s) passed with %d job(s) still running; cancelling "
+            "them (given back, the attempt not counted)",
+            config.name,
+            config.drain_timeout.total_seconds(),
+            len(running),
+        )
+        for run in running:
             run.scope.cancel("drain")
         if self.runs.wait_empty(config.name, DRAIN_GRACE):
             return
         # Still running (a sync handler that reaches no wait): put it back ourselves, fenced.
+        self._give_back_runs(
+            [run for run in self.runs.snapshot(config.name) if run.interrupt_by_runtime()]
+        )
+
+    def _give_back_runs(self, runs: list[Run]) -> None:
+        """Put back runs the runtime took over from their handlers (`interrupt_by_runtime`),
+        fenced and the attempt not counted; each counts as a give-back by a drain."""
+        if not runs:
+            return
+        for run in runs:
+            drained.count_give_back(self.service, run.claimed)
         now = self.service.clock()
         interrupted = [
             Attempt(
@@ -186,16 +248,34 @@ class Runtime:
                 seconds=monotonic() - run.started_at,
                 span=run.span or RunSpan(),
             )
-            for run in self.runs.snapshot(config.name)
-            if run.interrupt_by_runtime()
+            for run in runs
         ]
-        if not interrupted:
-            return
         try:
             self.outcomes.write(interrupted)
         except Exception:  # noqa: BLE001 - recorded unsaved; the lease lapses, rescue puts them back
             return
-        self.service.store.wake([config.name])
+        self.service.store.wake(sorted({run.claimed.record.queue for run in runs}))
+
+    def give_back_running(self, timeout: float = WRITE_GRACE) -> int:
+        """Stop waiting: give every running job back now (fenced, the attempt not counted),
+        and write the outcomes of runs that already ended. For a second SIGTERM/SIGINT during
+        a drain, so the jobs run again elsewhere at once instead of after their lease; a
+        handler still running is cancelled and its outcome dropped. Returns how many running
+        jobs were given back; takes about `timeout` seconds at most (store calls aside)."""
+        deadline = monotonic() + timeout
+        for worker in self.workers:
+            worker.stop_claiming()
+        for worker in self.workers:
+            unstarted = worker.take_unstarted()
+            if unstarted:
+                worker.give_back(unstarted)
+        runs = [run for run in self.runs.snapshot() if run.interrupt_by_runtime()]
+        self._give_back_runs(runs)
+        # Then stop the handlers at their next wait (whatever they end with is dropped).
+        for run in runs:
+            run.scope.cancel("drain")
+        self.completer.stop(timeout=max(0.0, deadline - monotonic()))
+        return len(runs)
 
 
 def wait_for_store(service: Jobs, timeout: float) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from dataclasses import replace
 
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import (
@@ -24,8 +25,10 @@ from anole_jobs.maintenance.duties import (
 )
 from anole_jobs.records import RunRecord, StepReport
 from anole_jobs.service import Jobs
+from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.worker.executor import Executor
-from anole_jobs.worker.outcomes import Outcomes
+from anole_jobs.worker.interrupts import watch_sigint
+from anole_jobs.worker.outcomes import Attempt, Outcomes, give_back
 
 CLAIM_LIMIT = 10_000
 
@@ -78,7 +81,7 @@ class Stepper:
             )
             # One fenced write for the whole batch, as the runtime's completer does: a step's
             # later jobs see earlier outcomes only once the step returns.
-            attempts = [self.executor.run(job) for job in claimed]
+            attempts = self._run_all(claimed)
             for attempt, outcome in zip(attempts, self.outcomes.write(attempts), strict=True):
                 record = attempt.claimed.record
                 runs.append(
@@ -98,3 +101,31 @@ class Stepper:
             cron_enqueued=cron_enqueued,
             leader=leader,
         )
+
+    def _run_all(self, claimed: list[ClaimedJob]) -> list[Attempt]:
+        """Run the claimed jobs one after the other. Whatever a handler raises is its failed
+        attempt; but a SIGINT that reaches the process meanwhile (Ctrl-C on a loop of steps)
+        stops the step: what ran is written, the interrupted job and those not yet run go
+        back `available` (their attempt not counted), and `KeyboardInterrupt` goes up."""
+        attempts: list[Attempt] = []
+        with watch_sigint() as sigint:
+            for index, job in enumerate(claimed):
+                attempt = self.executor.run(job)
+                if sigint.received:
+                    now = self.service.clock()
+                    back = [
+                        replace(attempt, outcome="interrupted", finish=give_back(job.run, now)),
+                        *(
+                            Attempt(
+                                claimed=rest,
+                                outcome="interrupted",
+                                finish=give_back(rest.run, now),
+                                seconds=0.0,
+                            )
+                            for rest in claimed[index + 1 :]
+                        ),
+                    ]
+                    self.outcomes.write([*attempts, *back])
+                    raise KeyboardInterrupt
+                attempts.append(attempt)
+        return attempts

@@ -1,4 +1,5 @@
-"""Workers that die, and runs that time out (R1, R17, R18, R21, R28).
+"""Workers that die, and runs that time out: no job is lost, a killed worker's jobs are rescued
+once their lease lapses, and a timeout cancels a run at its next wait.
 
 `kill -9` leaves a worker's jobs `running` with a lease nobody extends; any `runjobs` puts
 them back once the lease lapses — within about 1.5 x LEASE — and runs them again. These tests
@@ -78,7 +79,7 @@ def test_a_job_that_kills_its_worker_every_time_ends_dead(backend: Backend) -> N
 
 def test_runs_past_their_timeout_are_cancelled_and_record_Timeout(backend: Backend) -> None:
     # Each kind has timeout=1 s and attempts=1, so its timeout is its last, failed attempt.
-    # They differ in where the cancellation reaches them (R18).
+    # They differ in where the cancellation reaches them (their next wait).
     marker = str(backend.markers)
     kinds = ["timeout", "async_timeout", "spin", "query_loop"]
     specs = [Spec(kind, args={"seconds": 30, "marker": marker}) for kind in kinds]
@@ -101,7 +102,7 @@ def test_runs_past_their_timeout_are_cancelled_and_record_Timeout(backend: Backe
         assert [(e["type"], e["attempt"]) for e in record["errors"]] == [("Timeout", 1)], kind
         assert (backend.markers / f"{job_id}.1.started").exists(), kind
         assert not (backend.markers / f"{job_id}.1.finished").exists(), kind
-    # A handler that catches its Canceled and returns is recorded completed (R18).
+    # A handler that catches its Canceled and returns is recorded completed: it returned.
     record = records[swallowed]
     assert (record["state"], record["attempt"], record["errors"]) == ("completed", 1, [])
     assert (backend.markers / f"{swallowed}.1.swallowed").exists()

@@ -1,4 +1,5 @@
-"""`runjobs` on SIGTERM/SIGINT (R27, R28): stop claiming, drain, give back, exit in time.
+"""`runjobs` on SIGTERM/SIGINT: stop claiming, drain, give back, exit in time; what the drain
+says; a second signal; a job that every drain gives back.
 
 The subprocess runs with drain_timeout 2 s on the "default" queue (1 s on "other"), so the
 exit bound is max(drain_timeout) + 3 s = 5 s, measured from the signal, plus `ALLOWANCE` for
@@ -47,6 +48,7 @@ def test_sigterm_drains_gives_back_and_exits_within_the_bound(backend: Backend) 
     worker = backend.spawn()
     worker.wait_ready()
     wait_markers(backend.markers, 4)
+    before = len(worker.output())
     took = stop_and_time(worker)
     assert took <= BOUND, f"exited {took:.1f} s after the signal (bound {BOUND} s)"
     # It waited for the drain: the sleeping handlers leave job.sleep only when cancelled.
@@ -61,8 +63,16 @@ def test_sigterm_drains_gives_back_and_exits_within_the_bound(backend: Backend) 
     assert [p.name for p in backend.markers.glob("*.finished")] == [f"{done}.1.finished"]
     assert not any((backend.markers / f"{job_id}.1.started").exists() for job_id in waiting)
     output = worker.output()
-    assert "runjobs: draining" in output and "runjobs: stopped" in output
+    assert "runjobs: stopped" in output
     assert output.count(": interrupted") == 3
+    # The drain's first line says what it waits for, and for how long; then what it cancels.
+    logged = [line for line in output[before:].splitlines() if " anole_jobs" in line]
+    assert logged[0].endswith(
+        "runjobs: SIGTERM received; draining: waiting up to 2 s for 4 running job(s) to finish "
+        "(default: 4 within its drain_timeout of 2 s); those still running then are cancelled "
+        "and given back; a second SIGTERM or SIGINT gives them back now and exits"
+    ), logged[0]
+    assert "queue default: drain_timeout (2 s) passed with 3 job(s) still running" in output
 
 
 def test_sigint_drains_like_sigterm(sqlite_backend: Backend) -> None:
@@ -87,41 +97,57 @@ def test_a_drain_ends_as_soon_as_nothing_runs(sqlite_backend: Backend) -> None:
     assert backend.jobs([job_id])[job_id]["state"] == "completed"
 
 
-def test_given_back_jobs_run_again_with_the_same_attempt(sqlite_backend: Backend) -> None:
+def test_given_back_jobs_run_again_with_the_same_attempt_and_a_streak_is_warned_about(
+    sqlite_backend: Backend,
+) -> None:
     # blocking_attempts=1: after the give-back the next run is attempt 1 again, so it blocks
-    # again; interrupt it a second time and the job is still fresh.
+    # again. Four deploys in a row interrupt it: the job is still fresh each time, and the
+    # fourth drain warns (once) that it runs longer than its queue's drain_timeout.
     backend = sqlite_backend
     (job_id,) = backend.enqueue("block", seconds=60, marker=str(backend.markers))
-    for _ in range(2):
-        worker = backend.spawn()
+    warning = f"job {job_id} (e2e.block) was given back by a drain 4 times in a row"
+    for deploy in range(1, 5):
+        worker = backend.spawn(DRAIN="0.5")
         worker.wait_ready()
         wait_markers(backend.markers, 1)
-        # The marker names <id>.<attempt>.started: both runs are attempt 1.
+        # The marker names <id>.<attempt>.started: every run is attempt 1.
         started = sorted(p.name for p in backend.markers.glob("*.started"))
         assert started == [f"{job_id}.1.started"]
         stop_and_time(worker)
         assert given_back(backend.jobs([job_id])[job_id])
         (backend.markers / started[0]).unlink()
+        output = worker.output()
+        assert (warning in output) == (deploy == 4), output
+    assert output.count(warning) == 1
+    assert "WARNING" in next(line for line in output.splitlines() if warning in line)
+    assert "queue default's drain_timeout (0.5 s)" in output
 
 
-def test_a_second_signal_exits_at_once(sqlite_backend: Backend) -> None:
-    backend = sqlite_backend
-    ids = backend.enqueue("busy", count=2, seconds=60, marker=str(backend.markers))
+def test_a_second_signal_gives_the_running_jobs_back_and_exits(backend: Backend) -> None:
+    # One handler in time.sleep(60), which reaches no wait, and one in job.sleep(60), which
+    # the give-back cancels (and must not end the process before the give-back is written).
+    marker = str(backend.markers)
+    busy, sleeping = backend.enqueue_specs(
+        Spec("busy", args={"seconds": 60, "marker": marker}),
+        Spec("block", args={"seconds": 60, "marker": marker}),
+    )
+    ids = busy + sleeping
     # A long drain, so "at once" cannot be mistaken for the end of the drain.
     worker = backend.spawn(DRAIN="30")
     worker.wait_ready()
     wait_markers(backend.markers, 2)
     worker.signal()
     worker.wait_output("draining")
-    sent = worker.signal()
-    status = worker.wait(timeout=10)
+    sent = worker.signal(signal.SIGINT)
+    status = worker.wait(timeout=15)
     took = time.monotonic() - sent
-    assert status != 0, "a second signal is an abrupt exit, not a clean one"
-    assert took < ALLOWANCE + 1.0, f"exited {took:.1f} s after the second signal"
-    assert "second signal" in worker.output()
-    # Nothing was given back: the jobs stay held until their lease lapses (then rescued).
-    records = backend.jobs(ids)
-    assert {r["state"] for r in records.values()} == {"running"}, records
+    assert status == 1, "a second signal cuts the drain short: not a clean exit"
+    assert took < ALLOWANCE + 2.0, f"exited {took:.1f} s after the second signal"
+    output = worker.output()
+    assert "runjobs: second signal: gave back 2 running job(s)" in output, output
+    assert output.count(": interrupted, given back") == 2
+    # Given back, fenced and not counted: not held until their lease lapses.
+    assert all(given_back(r) for r in backend.jobs(ids).values()), backend.jobs(ids)
 
 
 def test_an_idle_worker_exits_at_once(sqlite_backend: Backend) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,7 +198,7 @@ def query(job: Job, args: Query) -> None:
 @kind("e2e.swallow", attempts=2, timeout=1)
 @dataclass
 class SwallowCancel:
-    """Catches its `Canceled` (at the 1 s timeout) and returns: recorded completed (R18)."""
+    """Catches its `Canceled` (at the 1 s timeout) and returns: recorded completed (it returned)."""
 
     seconds: float = 30.0
     marker: str = ""
@@ -333,6 +334,91 @@ async def wait_async_timeout(job: Job, args: WaitAsyncTimeout) -> None:
     await _await_loop(job, args)
 
 
+# -- handlers that raise a BaseException (a worker must outlive them) ---------------------------
+class HandlerStop(BaseException):  # noqa: N818 - a user's own BaseException, named as users do
+    """A user's own `BaseException` subclass."""
+
+
+def _raise_base(what: str) -> None:
+    if what == "sys.exit":
+        sys.exit(1)
+    if what == "exit":
+        exit(3)  # the site builtin a script might call  # noqa: PLR1722
+    if what == "KeyboardInterrupt":
+        raise KeyboardInterrupt("from the handler")
+    if what == "GeneratorExit":
+        raise GeneratorExit("from the handler")
+    if what == "custom":
+        raise HandlerStop("custom stop")
+    raise AssertionError(f"unknown what {what!r}")
+
+
+@dataclass
+class RaiseBaseArgs:
+    """Raise the `BaseException` `what` names (sys.exit, exit, KeyboardInterrupt,
+    GeneratorExit, custom) on every attempt."""
+
+    what: str = "sys.exit"
+    marker: str = ""
+
+
+@kind("e2e.raise_base", attempts=2)
+@dataclass
+class RaiseBase(RaiseBaseArgs):
+    pass
+
+
+@kind("e2e.raise_base_async", attempts=2)
+@dataclass
+class RaiseBaseAsync(RaiseBaseArgs):
+    pass
+
+
+@jobs.handler(RaiseBase)
+def raise_base(job: Job, args: RaiseBase) -> None:
+    touch(args.marker, job, "started")
+    _raise_base(args.what)
+
+
+@jobs.handler(RaiseBaseAsync)
+async def raise_base_async(job: Job, args: RaiseBaseAsync) -> None:
+    touch(args.marker, job, "started")
+    await asyncio.sleep(0)
+    _raise_base(args.what)
+
+
+@kind("e2e.sigint_self", attempts=2)
+@dataclass
+class SigintSelf:
+    """Sends SIGINT to its own process (a real Ctrl-C, as far as the process can tell), then
+    waits in `time.sleep`, which the signal interrupts; `finished` only if it never came."""
+
+    marker: str = ""
+
+
+@kind("e2e.sigint_self_async", attempts=2)
+@dataclass
+class SigintSelfAsync(SigintSelf):
+    pass
+
+
+@jobs.handler(SigintSelf)
+def sigint_self(job: Job, args: SigintSelf) -> None:
+    touch(args.marker, job, "started")
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(10)
+    touch(args.marker, job, "finished")
+
+
+@jobs.handler(SigintSelfAsync)
+async def sigint_self_async(job: Job, args: SigintSelfAsync) -> None:
+    touch(args.marker, job, "started")
+    await asyncio.sleep(0)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(10)
+    touch(args.marker, job, "finished")
+
+
 KINDS = {
     "noop": Noop,
     "block": Block,
@@ -349,4 +435,6 @@ KINDS = {
     "wait_async": WaitAsync,
     "wait_timeout": WaitTimeout,
     "wait_async_timeout": WaitAsyncTimeout,
+    "raise_base": RaiseBase,
+    "raise_base_async": RaiseBaseAsync,
 }

@@ -1,6 +1,6 @@
 """`manage.py runjobs`: run the workers of every configured queue (or those named) until
-SIGTERM/SIGINT, then drain (R27–R29). This module parses arguments, sets up logging, checks
-that the store answers, and starts the runtime.
+SIGTERM/SIGINT, then drain (see docs/runtime.md, "Drain"). This module parses arguments, sets
+up logging, checks that the store answers, starts the runtime and handles the signals.
 
 Logging: `-v 0/1/2/3` sets the `anole_jobs` logger to WARNING / INFO / DEBUG / DEBUG with
 every logger at DEBUG (as Django's own commands grow chattier with `-v`); `--log-level` names
@@ -27,6 +27,8 @@ logger = logging.getLogger("anole_jobs")
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+#: Seconds a second signal's give-back may take before runjobs exits anyway.
+GIVE_BACK_TIMEOUT = 3.0
 MEMORY_REFUSED = (
     'ANOLE_JOBS["STORE"] is "memory": its jobs live inside one process, so no other process '
     "can give runjobs any work. Use a database or Redis store for runjobs (see docs/stores.md); "
@@ -99,17 +101,23 @@ class Command(BaseCommand):
             # service manager must see (exit 1, one line); once running, outages are ridden out.
             wait_for_store(service, settings.startup_timeout.total_seconds())
             self._start_observability(service.settings, options)
-            stop = threading.Event()
-            self._install_signals(stop)
+            signals = _Signals()
+            signals.install()
             runtime = jobs.start(queues=options.get("queues"), concurrency=concurrency)
+            signals.runtime = runtime
         except (ConfigurationError, StoreUnavailable) as exc:
             raise CommandError(str(exc)) from None
         logger.info(
             "runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers)
         )
-        stop.wait()
-        logger.info("runjobs: draining (signal received)")
-        jobs.stop(drain=True)
+        signals.stop.wait()
+        runtime.stop(
+            drain=True,
+            reason=f"runjobs: {signals.first} received",
+            hint="a second SIGTERM or SIGINT gives them back now and exits",
+        )
+        signals.drained()  # a second signal's give-back, if one began, ends the process
+        jobs.stop(drain=True)  # the runtime has stopped: this only forgets it
         metrics.process_exited()
         logger.info("runjobs: stopped")
 
@@ -139,18 +147,6 @@ class Command(BaseCommand):
             return
         load_cron(service.settings)  # raises ConfigurationError on an invalid entry
 
-    def _install_signals(self, stop: threading.Event) -> None:
-        def on_signal(signum: int, frame: object) -> None:
-            if stop.is_set():
-                # A second signal: exit at once; jobs still held run again after their lease.
-                logger.warning("runjobs: second signal, exiting now")
-                sys.stderr.flush()
-                os._exit(1)
-            stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-
     def _configure_logging(self, level: str | None, verbosity: int | None) -> None:
         package_logger = logging.getLogger("anole_jobs")
         if level is not None:
@@ -167,3 +163,71 @@ class Command(BaseCommand):
                 logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
             )
             package_logger.addHandler(handler)
+
+
+class _Signals:
+    """SIGTERM/SIGINT: the first drains; a second, during the drain, gives the running jobs
+    back (fenced, their attempt not counted) and exits 1; a third exits at once.
+
+    The handler itself only sets flags and starts a thread: the give-back makes store calls,
+    which must not run inside a signal handler that may have interrupted one."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.first = "signal"
+        self.runtime: Any = None
+        self._aborting: threading.Thread | None = None
+        self._drained = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if not self.stop.is_set():
+            self.first = signal.Signals(signum).name
+            self.stop.set()
+            return
+        if self._drained:
+            return  # the drain is over: the process is about to exit anyway
+        if self._aborting is not None or self.runtime is None:
+            sys.stderr.flush()
+            os._exit(1)
+        self._aborting = threading.Thread(
+            target=self._give_back_and_exit, name="runjobs-abort", daemon=True
+        )
+        self._aborting.start()
+
+    def drained(self) -> None:
+        """The drain returned. If a second signal's give-back runs, wait for it to end the
+        process (with status 1): the drain may have ended only because the give-back cancelled
+        the handlers, and exiting now would cut its write short."""
+        # Signal handlers run in this (the main) thread, between its statements: once this
+        # flag is set, no new give-back can start.
+        self._drained = True
+        if self._aborting is not None:
+            self._aborting.join()
+
+    def _give_back_and_exit(self) -> None:
+        name = "runjobs-give-back"
+        given: list[int] = []
+        worker = threading.Thread(
+            target=lambda: given.append(self.runtime.give_back_running(timeout=GIVE_BACK_TIMEOUT)),
+            name=name,
+            daemon=True,
+        )
+        worker.start()
+        worker.join(GIVE_BACK_TIMEOUT + 1.0)
+        if given:
+            logger.warning(
+                "runjobs: second signal: gave back %d running job(s) (they run again at once, "
+                "the attempt not counted); exiting now",
+                given[0],
+            )
+        else:
+            logger.warning(
+                "runjobs: second signal: could not give the running jobs back in time; they "
+                "run again after their lease; exiting now"
+            )
+        sys.stderr.flush()
+        os._exit(1)
