@@ -17,7 +17,7 @@ from anole_jobs import events, jobs, metrics, views
 from anole_jobs.maintenance.duties import Leadership
 from anole_jobs.maintenance.loop import MaintenanceLoop
 from anole_jobs.unique import Unique
-from tests.sampleapp.jobs import Work
+from tests.sampleapp.jobs import CustomBackoff, Work
 from tests.unit.obs_support import WAIT, Finished, auto, hook  # noqa: F401 - auto: a fixture
 
 KIND = "test.work"
@@ -155,15 +155,17 @@ def test_the_leader_refreshes_the_queued_gauge_every_15_seconds_of_clock(env: An
 
 def test_step_reports_the_queued_gauge_every_15_seconds_of_clock(env: Any) -> None:
     # Manual mode: the leader phase of jobs.step() counts as the runtime's leader does.
-    jobs.enqueue_many([Work(action="fail") for _ in range(2)])
+    # A fixed backoff (10 s, then 20 s), not the default's jitter: which retries are due when
+    # the gauge counts at 15 s must not depend on chance.
+    jobs.enqueue_many([CustomBackoff() for _ in range(2)])
     jobs.enqueue(Work(), delay=3600)
     jobs.enqueue(Work(), queue="mail", delay=3600)
-    jobs.step()  # counts first (2 available), then runs both into retrying
+    jobs.step()  # counts first (2 available), then runs both into retrying (due at 10 s)
     assert value("anole_jobs_queued", queue="default", state="available") == 2
     assert value("anole_jobs_queued", queue="default", state="scheduled") == 1
     assert value("anole_jobs_queued", queue="mail", state="scheduled") == 1
     env.clock.advance(timedelta(seconds=14))
-    jobs.step()
+    jobs.step()  # runs both again (due at 34 s), but the gauge is not due yet
     assert value("anole_jobs_queued", queue="default", state="available") == 2  # not yet
     env.clock.advance(timedelta(seconds=1))
     jobs.step()
