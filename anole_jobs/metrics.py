@@ -265,7 +265,7 @@ def observe(bus: events.EventBus, settings: Settings) -> Callable[[], None]:
     function that unsubscribes (a no-op when nothing was subscribed)."""
     if listener is None or status(settings) is not None:
         return _nothing
-    return bus.subscribe(listener)
+    return bus.subscribe(listener, *listener._handlers)
 
 
 def _nothing() -> None:

@@ -346,7 +346,7 @@ class Jobs:
             self._warn_if_in_transaction(jobs)
         # The store wakes the workers of the queues it made jobs available in (stores.base).
         results = self.store.insert(jobs)
-        if self.bus.listening:
+        if self.bus.listens_to(events.ENQUEUED):
             # One event per (queue, kind, inserted) of the batch, with its count.
             counts: dict[tuple[str, str, bool], int] = {}
             for job, result in zip(jobs, results, strict=True):
