@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -176,16 +176,6 @@ class CronState:
     last_job_id: int | None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Capabilities:
-    """What a store can do beyond the contract's common ground."""
-
-    transactions: bool = False  # enqueue_in / complete_in inside transaction.atomic(using=alias)
-    durable: bool = False
-    notify: bool = False  # cross-process wake-ups
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
 def woken_queues(jobs: Sequence[NewJob], results: Sequence[Inserted | None]) -> set[str]:
     """The queues an insert must wake: those of the jobs it inserted as ``available``."""
     return {
@@ -204,7 +194,6 @@ class Store(ABC):
 
     #: The database alias whose `transaction.atomic` blocks this store's writes join, if any.
     atomic_alias: str | None = None
-    capabilities: Capabilities = Capabilities()
     name: str = "store"
 
     # -- enqueueing ------------------------------------------------------------------------

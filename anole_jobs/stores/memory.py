@@ -19,7 +19,6 @@ from anole_jobs.stores.base import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
     LIVE_STATES,
-    Capabilities,
     ClaimedJob,
     CronState,
     ErrorEntry,
@@ -90,7 +89,6 @@ class _Row:
 
 class MemoryStore(Store):
     name = "memory"
-    capabilities = Capabilities(transactions=False, durable=False, notify=False)
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

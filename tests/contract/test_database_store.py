@@ -576,7 +576,7 @@ def received(listener: Any, count: int) -> list[str]:
 @pytest.mark.django_db(databases=["default", "pg"], transaction=True)
 def test_an_insert_notifies_at_commit_in_its_own_statement(listener: Any) -> None:
     store = build("pg")
-    assert store.capabilities.notify and store.channel == "anole_jobs_wake"
+    assert store.notify and store.channel == "anole_jobs_wake"
     connection = connections["pg"]
     with CaptureQueriesContext(connection) as queries, transaction.atomic(using="pg"):
         store.insert([job(1, queue="a"), job(2, queue="s", state="scheduled")])
@@ -594,7 +594,7 @@ def test_an_insert_notifies_at_commit_in_its_own_statement(listener: Any) -> Non
 @pytest.mark.django_db(databases=["default", "pg"], transaction=True)
 def test_notify_off_sends_nothing() -> None:
     store = build("pg", NOTIFY=False)
-    assert not store.capabilities.notify
+    assert not store.notify
     with CaptureQueriesContext(connections["pg"]) as queries:
         store.insert([job(1)])
         store.wake({"default"})

@@ -41,7 +41,6 @@ from anole_jobs.stores.base import (
     LIST_LIMIT_MAX,
     LIVE_STATES,
     STATES,
-    Capabilities,
     ClaimedJob,
     CronState,
     Finish,
@@ -122,7 +121,6 @@ class SQLStore(Store):
         #: The LISTEN/NOTIFY channel (PostgreSQL); a listener thread subscribes to it.
         self.channel = channel(self.prefix)
         self.notify = False
-        self.capabilities = Capabilities(transactions=True, durable=True, notify=False)
         self._local = threading.local()
 
     # -- vendor hooks ----------------------------------------------------------------------

@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from anole_jobs.conf import Settings
 from anole_jobs.stores.base import (
-    Capabilities,
     ClaimedJob,
     Finish,
     JobRecord,
@@ -81,9 +80,6 @@ class PostgresStore(SQLStore):
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)
         self.notify = settings.notify
-        self.capabilities = Capabilities(
-            transactions=True, durable=True, notify=settings.notify, extra={"channel": self.channel}
-        )
         self.leadership = AdvisoryLeadership(alias, self.prefix)
         self._listener: Listener | None = None
         self._listener_lock = threading.Lock()

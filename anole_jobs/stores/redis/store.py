@@ -35,7 +35,6 @@ from anole_jobs.stores.base import (
     AFTER_RUN_STATES,
     FINAL_STATES,
     LIST_LIMIT_MAX,
-    Capabilities,
     ClaimedJob,
     CronState,
     Finish,
@@ -163,7 +162,6 @@ class RedisStore(Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
     name = "redis"
-    capabilities = Capabilities(transactions=False, durable=True, notify=True)
     atomic_alias = None
 
     def __init__(self, client: Any, *, key_prefix: str, alias: str | None = None) -> None:
