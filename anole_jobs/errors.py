@@ -3,7 +3,7 @@
 A leaf module: it imports nothing from the rest of the package.
 
 Control exceptions (`Snooze`, `Discard`, `RetryIn`) and `Canceled` derive from
-`BaseException` so that a handler's bare ``except Exception`` does not swallow them (R16, R18).
+`BaseException` so that a handler's bare ``except Exception`` does not swallow them.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class StoreUnavailable(AnoleJobsError):
     happened (a reply can be lost after the command ran); fenced writes make a retry safe."""
 
 
-class Canceled(BaseException):  # noqa: N818 - the public name is fixed by the SPEC
+class Canceled(BaseException):  # noqa: N818 - a public name users already catch
     """The run was cancelled (timeout, drain, lost lease); raised at the handler's next wait.
 
     Let it propagate: a handler that catches it and returns normally is recorded as completed.

@@ -1,4 +1,4 @@
-"""The handler-facing `Job` (R16, R19): what a handler receives with its decoded arguments.
+"""The handler-facing `Job`: what a handler receives with its decoded arguments.
 
 Control methods raise the `BaseException` subclasses of `errors`; waits and transactional
 completion are delegated to a `RunControl` the runner supplies, so this module stays a leaf
@@ -58,7 +58,7 @@ class Job:
         self.kind = kind
         self.queue = queue
         # A row written behind the store's back may hold arguments that are not an object:
-        # keep them as they are so decoding discards the job with a message (R6), rather than
+        # keep them as they are so decoding discards the job with a message, rather than
         # failing here, around the handler, on every attempt. A meta that is not an object is
         # only lost trace context.
         self.args: dict[str, Any] = dict(args) if isinstance(args, Mapping) else args
@@ -76,7 +76,7 @@ class Job:
     def __repr__(self) -> str:
         return f"<Job {self.id} {self.kind} attempt {self.attempt}/{self.max_attempts}>"
 
-    # -- trace context (R33) ---------------------------------------------------------------
+    # -- trace context ---------------------------------------------------------------------
     def traceparent(self) -> str | None:
         """The enqueuer's trace context, as stored in `meta`."""
         value = self.meta.get("traceparent")
@@ -86,7 +86,7 @@ class Job:
         value = self.meta.get("tracestate")
         return value if isinstance(value, str) else None
 
-    # -- decisions (R16) -------------------------------------------------------------------
+    # -- decisions -------------------------------------------------------------------------
     def snooze(self, delay: Duration) -> None:
         """Run again after `delay`; this attempt is not counted."""
         raise Snooze(_delay(delay, "snooze delay"))
@@ -109,14 +109,15 @@ class Job:
 
     # -- helpers ---------------------------------------------------------------------------
     def bind(self, args_type: type[T]) -> T:
-        """Decode the raw arguments into `args_type`; a violation discards the job (R6)."""
+        """Decode the raw arguments into `args_type`; a violation discards the job."""
         try:
             return decode_args(args_type, self.args)
         except DecodeError as exc:
             raise Discard(str(exc)) from None
 
     def sleep(self, delay: Duration) -> None:
-        """Wait `delay`, or raise `Canceled` as soon as the run is cancelled (R18)."""
+        """Wait `delay`, or raise `Canceled` as soon as the run is cancelled (its timeout, a
+        drain, a lost lease)."""
         self._control.sleep(_delay(delay, "sleep delay"))
 
     def check_cancelled(self) -> None:
@@ -132,5 +133,6 @@ class Job:
         self.meta["output"] = encoded
 
     def complete_in(self, *, using: str) -> None:
-        """Mark this job completed inside the open `transaction.atomic(using=...)` (R20)."""
+        """Mark this job completed inside the open `transaction.atomic(using=...)`: the job
+        completes if and only if that transaction commits."""
         self._control.complete_in(using)

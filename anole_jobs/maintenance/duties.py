@@ -8,7 +8,7 @@ from datetime import datetime
 
 from anole_jobs import events
 from anole_jobs.background import health
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import Rescued
 
 logger = logging.getLogger("anole_jobs.maintenance")
@@ -17,7 +17,7 @@ logger = logging.getLogger("anole_jobs.maintenance")
 class Stager:
     """Scheduled and retrying jobs that are due become available."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, now: datetime) -> int:
@@ -30,7 +30,7 @@ class Stager:
 class Rescuer:
     """Jobs whose lease lapsed go back to available (dead on their last attempt), any instance."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, now: datetime) -> list[Rescued]:
@@ -52,7 +52,7 @@ class Rescuer:
 class Pruner:
     """The leader deletes finished jobs past their horizon (`PRUNE`), counted from finished_at."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, now: datetime) -> int:
@@ -66,7 +66,7 @@ class Pruner:
 class Leadership:
     """Takes or keeps leadership for one instance; reports changes (R23)."""
 
-    def __init__(self, service: Jobs, instance: str) -> None:
+    def __init__(self, service: JobService, instance: str) -> None:
         self.service = service
         self.instance = instance
         self.leading = False
@@ -100,7 +100,7 @@ class UnhandledKinds:
 
     _logged: set[str] = set()
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, queues: Collection[str]) -> set[str]:

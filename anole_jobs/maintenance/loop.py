@@ -15,7 +15,7 @@ from anole_jobs.background import BackgroundThread
 from anole_jobs.clock import monotonic
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 
 logger = logging.getLogger("anole_jobs.maintenance")
 
@@ -28,7 +28,7 @@ UNHANDLED_INTERVAL = 30.0
 class MaintenanceLoop(BackgroundThread):
     name = "anole-maintenance"
 
-    def __init__(self, service: Jobs, *, instance: str, queues: list[str]) -> None:
+    def __init__(self, service: JobService, *, instance: str, queues: list[str]) -> None:
         super().__init__()
         self.service = service
         self.queues = queues

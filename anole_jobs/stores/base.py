@@ -3,7 +3,7 @@
 Every store (memory, database, redis) implements `Store`. The contract never carries SQL text,
 a QuerySet or a Redis key; time always comes in as an argument (only `clock.py` reads it).
 
-Fencing (R22): every write after a claim names a `RunRef` — the job id, its attempt and the
+Fencing: every write after a claim names a `RunRef` — the job id, its attempt and the
 claim token that grew when it was claimed — and succeeds only if the job is still ``running``
 with exactly that attempt and token. A drain or snooze gives the attempt back, so the attempt
 alone cannot tell a stale worker from a fresh one; the token can.
@@ -75,7 +75,7 @@ class Inserted:
 
 @dataclass(frozen=True)
 class RunRef:
-    """Names one claim of one job: what every fenced write checks (R22)."""
+    """Names one claim of one job: what every fenced write checks."""
 
     id: int
     attempt: int
@@ -84,7 +84,7 @@ class RunRef:
 
 @dataclass(frozen=True, kw_only=True)
 class JobRecord:
-    """A job as stored; what `jobs.get` and `jobs.list` return (SPEC §13)."""
+    """A job as stored; what `jobs.get` and `jobs.list` return."""
 
     id: int
     kind: str
@@ -255,7 +255,7 @@ class Store(ABC):
         """Hook: the calling thread will use this store only to claim jobs (and give them
         back). A store may trade the durability of those writes for speed: a claim lost in a
         server crash only leaves its job available, and the claimant's later writes then fail
-        their fence (R22), so at-least-once holds. Enqueues and outcomes stay durable."""
+        their fence, so at-least-once holds. Enqueues and outcomes stay durable."""
 
     # -- maintenance -----------------------------------------------------------------------
     @abstractmethod
@@ -344,7 +344,7 @@ class Store(ABC):
     def delete(self, job_id: int) -> bool:
         """Delete the job whatever its state; False if there was none."""
 
-    # -- queue pause (R36) -------------------------------------------------------------------
+    # -- queue pause -------------------------------------------------------------------------
     @abstractmethod
     def pause(self, queue: str, *, now: datetime) -> bool:
         """Pause `queue` for every instance: from now on `claim` returns none of its jobs,

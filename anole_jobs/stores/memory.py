@@ -1,4 +1,4 @@
-"""The memory store: this process only, lost on restart (R9). The reference implementation.
+"""The memory store: this process only, lost on restart. The reference implementation.
 
 Every other store must behave like this one; the contract suite and the property tests use it
 as the model. One lock guards everything; operations are short and never call out.

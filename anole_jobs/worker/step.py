@@ -15,7 +15,7 @@ import threading
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import Leadership, Pruner, Rescuer, Stager, UnhandledKinds
 from anole_jobs.records import RunRecord, StepReport
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.outcomes import Outcomes
 
@@ -27,7 +27,7 @@ def instance_name() -> str:
 
 
 class Stepper:
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
         self.executor = Executor(service, manual=True)
         self.outcomes = Outcomes(service)

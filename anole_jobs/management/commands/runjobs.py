@@ -1,5 +1,5 @@
 """`manage.py runjobs`: run the workers of every configured queue (or those named) until
-SIGTERM/SIGINT, then drain (R27–R29). This module parses arguments, sets up logging, checks
+SIGTERM/SIGINT, then drain. This module parses arguments, sets up logging, checks
 that the store answers, and starts the runtime.
 
 Logging: `-v 0/1/2/3` sets the `anole_jobs` logger to WARNING / INFO / DEBUG / DEBUG with

@@ -97,7 +97,7 @@ class PostgresStore(SQLStore):
             cursor.execute("SET synchronous_commit TO off")
             self._local.relaxed_on = raw
 
-    # -- leadership: an advisory lock on a dedicated session (R23) --------------------------
+    # -- leadership: an advisory lock on a dedicated session ------------------------------
     def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
         # The lock lives as long as the session: `ttl` does not apply here.
         return self.leadership.hold(instance)

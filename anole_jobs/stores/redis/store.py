@@ -1,9 +1,10 @@
-"""The Redis store (R9): the whole store contract on one Redis node, durable as far as Redis
+"""The Redis store: the whole store contract on one Redis node, durable as far as Redis
 persists (see docs/stores.md).
 
 This module owns the Python half: argument encoding, script calls and record decoding. Every
 state change is one Lua script in `scripts/` (the server runs it atomically, so no MULTI), and
-every fenced write (R22) is checked inside its script. Key names live in `keys.py` only.
+every fenced write (still running, same attempt, same claim token) is checked inside its
+script. Key names live in `keys.py` only.
 
 Scripts are sent by SHA (EVALSHA) and loaded with SCRIPT LOAD the first time Redis answers
 NOSCRIPT — at first use, and again after a `SCRIPT FLUSH` or a restart. Nothing here retries a
