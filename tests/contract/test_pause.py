@@ -1,4 +1,4 @@
-"""Queue pause and resume (R36) on every store, through the facade and the store contract.
+"""Queue pause and resume on every store, through the facade and the store contract.
 
 A paused queue's jobs stay ``available``; no claim (the runtime's or `step()`'s) takes them
 until the queue is resumed. The pause lives in the store: another store object on the same

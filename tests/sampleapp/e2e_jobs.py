@@ -197,7 +197,8 @@ def query(job: Job, args: Query) -> None:
 @kind("e2e.swallow", attempts=2, timeout=1)
 @dataclass
 class SwallowCancel:
-    """Catches its `Canceled` (at the 1 s timeout) and returns: recorded completed (R18)."""
+    """Catches its `Canceled` (at the 1 s timeout) and returns: recorded completed (a handler
+    may catch the cancellation that reaches it at its next wait)."""
 
     seconds: float = 30.0
     marker: str = ""

@@ -1,4 +1,4 @@
-"""Django `@task` functions the tests run through `anole_jobs.tasks.AnoleBackend` (R39).
+"""Django `@task` functions the tests run through `anole_jobs.tasks.AnoleBackend`.
 
 They are declared on the "default" TASKS backend, which the test settings point at
 AnoleBackend. `EVENTS` records the task signals (cleared by the tests that read it).
