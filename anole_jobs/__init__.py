@@ -1,6 +1,6 @@
 """anole_jobs: a durable, at-least-once job queue for Django.
 
-Public names (SPEC §13): ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled``.
+Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The `jobs` facade: the one object users import (R7, R12, R13, R29, R30, R35).
+"""The `jobs` facade: the one object users import to declare handlers, enqueue, inspect and
+act on jobs, and run workers (or `step()` them in tests).
 
-It builds its `Jobs` service lazily on first use, from ``settings.ANOLE_JOBS``, so a
+It builds its `JobService` service lazily on first use, from ``settings.ANOLE_JOBS``, so a
 misconfiguration surfaces at the first enqueue (or `runjobs`), never at import or in `ready()`.
 `jobs.handler` needs no settings: it only fills the process-wide kind registry.
 """
@@ -10,23 +11,26 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
-from typing import Any, Never, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, Unpack
 
 from asgiref.sync import sync_to_async
 
 from anole_jobs import conf, metrics
-from anole_jobs.durations import Duration
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.job import Job
 from anole_jobs.kinds import registry, spec_of
 from anole_jobs.records import Enqueued, QueueRecord, StepReport
 from anole_jobs.schedules import CronRecord
-from anole_jobs.service import OPTION_NAMES, Jobs, refuse_unknown_options
+from anole_jobs.service import (
+    ENQUEUE_IN_NAMES,
+    EnqueueOptions,
+    JobService,
+    enqueue_options,
+    with_enqueue_options,
+)
 from anole_jobs.stores import open_store
 from anole_jobs.stores.base import JobRecord
-from anole_jobs.unique import Unique
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -35,7 +39,7 @@ R = TypeVar("R")
 class JobsFacade:
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._service: Jobs | None = None
+        self._service: JobService | None = None
         self._stepper: Any = None
         self._runtime: Any = None
         self._unobserve: Callable[[], None] = lambda: None
@@ -43,13 +47,13 @@ class JobsFacade:
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
-    def service(self) -> Jobs:
+    def service(self) -> JobService:
         service = self._service
         if service is None:
             with self._lock:
                 if self._service is None:
                     settings = conf.read_settings()
-                    self._service = Jobs(
+                    self._service = JobService(
                         settings=settings, store=open_store(settings), registry=registry
                     )
                     self._unobserve = metrics.observe(self._service.bus, settings)
@@ -72,7 +76,7 @@ class JobsFacade:
     def handler(
         self, args_type: type[T]
     ) -> Callable[[Callable[[Job, T], R]], Callable[[Job, T], R]]:
-        """Register the function that runs jobs of `args_type`'s kind (R7); one per kind.
+        """Register the function that runs jobs of `args_type`'s kind; one per kind.
 
         Typed so that mypy refuses a handler whose ``args`` annotation is not the kind's type.
         """
@@ -85,120 +89,49 @@ class JobsFacade:
         return register
 
     # -- enqueueing --------------------------------------------------------------------------
-    # The options are spelled out (not **options) so that editors and mypy know them; a
-    # misspelled one lands in `unknown` (typed Never: mypy flags it too) and gets a hint.
+    # The options are declared once, in `EnqueueOptions`: `Unpack` makes type checkers and
+    # editors see each as a keyword-only parameter (a misspelled one is a type error), and
+    # `with_enqueue_options` writes them into the runtime signature (help(), inspect). A
+    # misspelled option still reaches `enqueue_options`, which refuses it with a hint.
+    @with_enqueue_options
     def enqueue(
-        self,
-        args: object,
-        *,
-        delay: Duration | None = None,
-        run_at: datetime | None = None,
-        priority: int | None = None,
-        queue: str | None = None,
-        unique: Unique | None = None,
-        meta: Mapping[str, Any] | None = None,
-        request: object | None = None,
-        on_commit: bool = False,
-        **unknown: Never,
+        self, args: object, *, on_commit: bool = False, **options: Unpack[EnqueueOptions]
     ) -> Enqueued:
-        """Enqueue one job (R12); see the docs for the options."""
-        refuse_unknown_options("enqueue", unknown)
+        """Enqueue one job; see the docs for the options."""
         return self.service.enqueue(
-            args,
-            on_commit=on_commit,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            queue=queue,
-            unique=unique,
-            meta=meta,
-            request=request,
+            args, on_commit=on_commit, **enqueue_options("enqueue", options)
         )
 
+    @with_enqueue_options
     async def aenqueue(
-        self,
-        args: object,
-        *,
-        delay: Duration | None = None,
-        run_at: datetime | None = None,
-        priority: int | None = None,
-        queue: str | None = None,
-        unique: Unique | None = None,
-        meta: Mapping[str, Any] | None = None,
-        request: object | None = None,
-        on_commit: bool = False,
-        **unknown: Never,
+        self, args: object, *, on_commit: bool = False, **options: Unpack[EnqueueOptions]
     ) -> Enqueued:
         """`enqueue` for async code; runs in the thread that owns Django's connections."""
-        refuse_unknown_options("aenqueue", unknown)
+        checked = enqueue_options("aenqueue", options)
         enqueue = sync_to_async(self.enqueue, thread_sensitive=True)
-        return await enqueue(
-            args,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            queue=queue,
-            unique=unique,
-            meta=meta,
-            request=request,
-            on_commit=on_commit,
-        )
+        return await enqueue(args, on_commit=on_commit, **checked)
 
+    @with_enqueue_options
     def enqueue_many(
         self,
         iterable: Iterable[object],
         *,
-        delay: Duration | None = None,
-        run_at: datetime | None = None,
-        priority: int | None = None,
-        queue: str | None = None,
-        unique: Unique | None = None,
-        meta: Mapping[str, Any] | None = None,
-        request: object | None = None,
         on_commit: bool = False,
-        **unknown: Never,
+        **options: Unpack[EnqueueOptions],
     ) -> builtins.list[Enqueued]:
-        """Enqueue many jobs with the same options, one store round trip per 1000 (R13)."""
-        refuse_unknown_options("enqueue_many", unknown)
+        """Enqueue many jobs with the same options, one store round trip per 1000 jobs."""
         return self.service.enqueue_many(
-            iterable,
-            on_commit=on_commit,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            queue=queue,
-            unique=unique,
-            meta=meta,
-            request=request,
+            iterable, on_commit=on_commit, **enqueue_options("enqueue_many", options)
         )
 
+    @with_enqueue_options
     def enqueue_in(
-        self,
-        args: object,
-        *,
-        using: str,
-        delay: Duration | None = None,
-        run_at: datetime | None = None,
-        priority: int | None = None,
-        queue: str | None = None,
-        unique: Unique | None = None,
-        meta: Mapping[str, Any] | None = None,
-        request: object | None = None,
-        **unknown: Never,
+        self, args: object, *, using: str, **options: Unpack[EnqueueOptions]
     ) -> Enqueued:
-        """Enqueue inside the open ``transaction.atomic(using=using)`` of the store (R14)."""
-        names = ("using", *(name for name in OPTION_NAMES if name != "on_commit"))
-        refuse_unknown_options("enqueue_in", unknown, names)
+        """Enqueue inside the open ``transaction.atomic(using=using)`` of the store's database:
+        the job commits or rolls back with your data."""
         return self.service.enqueue_in(
-            args,
-            using=using,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            queue=queue,
-            unique=unique,
-            meta=meta,
-            request=request,
+            args, using=using, **enqueue_options("enqueue_in", options, ENQUEUE_IN_NAMES)
         )
 
     # -- admin -------------------------------------------------------------------------------
@@ -228,7 +161,7 @@ class JobsFacade:
         """Enqueue cron entry `name`'s job now, outside its schedule (`LookupError` if unknown)."""
         return self.service.cron_trigger(name)
 
-    # -- queue pause (R36) -------------------------------------------------------------------
+    # -- queue pause ---------------------------------------------------------------------------
     def pause(self, queue: str) -> QueueRecord:
         """Pause `queue` for every instance: within about a second none claims its jobs
         (running ones finish; the others stay available). Idempotent; any queue name. Stored
@@ -245,7 +178,7 @@ class JobsFacade:
 
     # -- running -----------------------------------------------------------------------------
     def step(self) -> StepReport:
-        """Run one round in this thread (R35): leader, cron, stage, rescue, prune, due jobs."""
+        """Run one round in this thread: leader, cron, stage, rescue, prune, due jobs."""
         service = self.service
         if service.settings.run != "manual":
             raise ConfigurationError(
@@ -262,7 +195,7 @@ class JobsFacade:
     def start(
         self, *, queues: builtins.list[str] | None = None, concurrency: int | None = None
     ) -> Any:
-        """Start workers for the configured queues (or `queues`) in this process (R29).
+        """Start workers for the configured queues (or `queues`) in this process.
 
         Idempotent. Refused under DEPLOYMENT="lambda" and RUN="manual".
         """
@@ -274,7 +207,7 @@ class JobsFacade:
                 from anole_jobs.worker.runner import Runtime
 
                 runtime = Runtime(service, queues=queues, concurrency=concurrency)
-                # The start-up line comes before anything is claimed (SPEC §13).
+                # The start-up line comes before anything is claimed.
                 logging.getLogger("anole_jobs").info(
                     "anole_jobs workers starting: %s", runtime.describe()
                 )
@@ -283,7 +216,7 @@ class JobsFacade:
             return self._runtime
 
     def stop(self, *, drain: bool = True) -> None:
-        """Drain and stop the workers `start` began (R27); a no-op when none run."""
+        """Drain and stop the workers `start` began; a no-op when none run."""
         with self._lock:
             runtime, self._runtime = self._runtime, None
         if runtime is not None:

@@ -1,4 +1,4 @@
-"""Retry delays (R5). Pure functions; leaf module.
+"""Retry delays. Pure functions; leaf module.
 
 Attempt n (1-based) waits d = min(15 s * 2^(n-1), 6 h) with equal jitter: d/2 + uniform(0, d/2).
 """

@@ -1,4 +1,4 @@
-"""The ONLY reader of time in anole_jobs (R11, R24).
+"""The ONLY reader of time in anole_jobs.
 
 Every time written to a store comes from the configured `CLOCK`; the runtime's timeouts and
 waits use `monotonic()`. Keeping both here makes the fake clock cover every code path: a lint

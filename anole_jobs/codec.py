@@ -1,4 +1,5 @@
-"""Job arguments and meta as JSON: dataclass instances in, plain JSON data out, and back (R3, R6).
+"""Job arguments and meta as JSON: dataclass instances in, plain JSON data out, and back.
+Nothing is ever pickled or imported from a payload.
 
 This module owns the one mapping between an args dataclass and its stored JSON form: which
 Python values may appear in arguments and how each is written (`encode_args`), how a stored
@@ -54,7 +55,7 @@ _MAX_ERRORS = 20  # a payload with thousands of bad items must not make a megaby
 class DecodeError(InvalidJob):
     """A payload that does not decode into its args dataclass (types or field rules).
 
-    Raised by `decode_args`; the worker discards such a job (R6) since it can never pass.
+    Raised by `decode_args`; the worker discards such a job since it can never pass.
     """
 
 

@@ -1,15 +1,18 @@
 """A small in-process event bus: the runtime says what happened, listeners (metrics, logs,
 tests) decide what to do with it. Leaf module.
 
+A listener subscribes to the event names it handles (or to all of them); an event is built
+only when someone listens to its name, so an emit nobody listens to costs a dict lookup.
 Listeners run synchronously in the emitting thread and must be quick; an exception in a
 listener is logged and never reaches the job it describes.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +31,20 @@ CRON_ENQUEUED = "cron_enqueued"  # name, job_id
 QUEUED_GAUGE = "queued_gauge"  # counts {queue: {state: n}}
 STORE_CALL = "store_call"  # method, seconds, ok
 
+#: Every event name; a listener subscribes to some of them (or all).
+NAMES: tuple[str, ...] = (
+    ENQUEUED,
+    RUN_STARTED,
+    RUN_FINISHED,
+    RESCUED,
+    STAGED,
+    PRUNED,
+    LEADERSHIP,
+    CRON_ENQUEUED,
+    QUEUED_GAUGE,
+    STORE_CALL,
+)
+
 
 @dataclass(frozen=True)
 class Event:
@@ -44,29 +61,56 @@ Listener = Callable[[Event], None]
 class EventBus:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        #: Read freely (an empty tuple means nobody listens); change it only through subscribe.
-        self.listeners: tuple[Listener, ...] = ()
+        self._subscriptions: tuple[tuple[Listener, tuple[str, ...]], ...] = ()
+        #: ``{event name: its listeners}``, only for names someone listens to. Read freely
+        #: (``name in bus.by_name`` is the cheap "does anyone listen?"); it is replaced, never
+        #: changed, by `subscribe` and its undo.
+        self.by_name: Mapping[str, tuple[Listener, ...]] = {}
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Add `listener`; returns a function that removes it."""
+    def subscribe(self, listener: Listener, *names: str) -> Callable[[], None]:
+        """Call `listener` with every event named in `names` (every event when none are given);
+        returns a function that removes it. An unknown name is refused (`ValueError`), since a
+        listener waiting for an event that never comes would fail silently."""
+        for name in names:
+            if name not in NAMES:
+                close = difflib.get_close_matches(name, NAMES, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"names: {', '.join(NAMES)}"
+                raise ValueError(f"no event is named {name!r}; {hint}")
+        subscription = (listener, names or NAMES)
         with self._lock:
-            self.listeners = (*self.listeners, listener)
+            self._subscriptions = (*self._subscriptions, subscription)
+            self._index()
 
         def unsubscribe() -> None:
             with self._lock:
-                self.listeners = tuple(item for item in self.listeners if item is not listener)
+                self._subscriptions = tuple(
+                    item for item in self._subscriptions if item is not subscription
+                )
+                self._index()
 
         return unsubscribe
 
+    def _index(self) -> None:
+        by_name: dict[str, tuple[Listener, ...]] = {}
+        for listener, names in self._subscriptions:
+            for name in names:
+                by_name[name] = (*by_name.get(name, ()), listener)
+        self.by_name = by_name
+
     @property
-    def listening(self) -> bool:
-        """Whether anyone listens: emitters with costly fields skip building them when not."""
-        return bool(self.listeners)
+    def listeners(self) -> tuple[Listener, ...]:
+        """Every subscribed listener, once each, in subscription order."""
+        return tuple(dict.fromkeys(listener for listener, _ in self._subscriptions))
+
+    def listens_to(self, name: str) -> bool:
+        """Whether anyone listens to `name`: emitters with costly fields skip building them
+        when not."""
+        return name in self.by_name
 
     def emit(self, name: str, /, **fields: Any) -> None:
         # Positional-only: CRON_ENQUEUED carries a field called `name`.
-        listeners = self.listeners
-        if not listeners:
+        listeners = self.by_name.get(name)
+        if listeners is None:
             return
         event = Event(name, fields)
         for listener in listeners:

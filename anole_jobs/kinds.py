@@ -1,4 +1,4 @@
-"""Kinds (R4) and handlers (R7): the `@kind` decorator and the process-wide registries.
+"""Kinds and handlers: the `@kind` decorator and the process-wide registries.
 
 A kind is declared on its args dataclass; `@jobs.handler(ArgsType)` registers the function
 that runs it. Both registries live here so that decorating at import time needs no settings.
@@ -157,7 +157,7 @@ def kind(
     timeout: Duration = timedelta(minutes=15),
     unique: Unique | None = None,
 ) -> Callable[[type[T]], type[T]]:
-    """Declare a dataclass as the arguments of job kind `name` (R4)."""
+    """Declare a dataclass as the arguments of job kind `name`."""
     where = f"kind({name!r})"
     check_name(name, what="kind name", where="kind()")
     check_name(queue, what="queue", where=where)
@@ -209,7 +209,7 @@ def set_job_options(
 
 
 def spec_of(args_type: type) -> KindSpec:
-    """The `KindSpec` of a decorated args type; `InvalidJob` for anything else (R8)."""
+    """The `KindSpec` of a decorated args type; `InvalidJob` for anything else."""
     spec = args_type.__dict__.get(KIND_ATTRIBUTE) if isinstance(args_type, type) else None
     if not isinstance(spec, KindSpec):
         name = getattr(args_type, "__qualname__", repr(args_type))

@@ -337,7 +337,7 @@ def observe(bus: events.EventBus, settings: Settings) -> Callable[[], None]:
     listener = listener_for(settings)
     if listener is None:
         return _nothing
-    return bus.subscribe(listener)
+    return bus.subscribe(listener, *listener._handlers)
 
 
 def _nothing() -> None:

@@ -1,4 +1,8 @@
-"""Re-exports the database store's models so Django finds them under the ``anole_jobs`` app."""
+"""Re-exports the database store's models so Django finds them under the ``anole_jobs`` app.
+
+`Job` here is a row of the jobs table, not `anole_jobs.Job` (what a handler receives): import
+it as ``from anole_jobs.models import Job as JobRow``.
+"""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ class RunRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class StepReport:
-    """What one `jobs.step()` did (R35)."""
+    """What one `jobs.step()` did."""
 
     runs: list[RunRecord] = field(default_factory=list)
     staged: int = 0
@@ -50,7 +50,7 @@ class StepReport:
 
 @dataclass(frozen=True, kw_only=True)
 class QueueRecord:
-    """One queue as `jobs.queues()` reports it (R36): whether it is paused, and its jobs
+    """One queue as `jobs.queues()` reports it: whether it is paused, and its jobs
     counted by state (``{state: n}``, states with none omitted)."""
 
     name: str

@@ -1,4 +1,4 @@
-"""Cron schedules (R26): the `CRON` entries, parsed and validated, and their tick arithmetic.
+"""Cron schedules: the `CRON` entries, parsed and validated, and their tick arithmetic.
 
 A leaf: it imports only `codec`, `errors`, `kinds` and `unique` (and cronsim, a five-field cron
 parser that follows Debian cron, including its daylight-saving rules). What runs the entries
@@ -142,7 +142,7 @@ class CronEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class CronRecord:
-    """What `jobs.cron_list()` returns for one entry (SPEC §13). Times are aware UTC."""
+    """What `jobs.cron_list()` returns for one entry. Times are aware UTC."""
 
     name: str
     schedule: str

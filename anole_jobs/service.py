@@ -1,20 +1,22 @@
-"""The `Jobs` service: turns args and options into `NewJob`s, and admin calls into store calls.
+"""`JobService`: turns args and options into `NewJob`s, and admin calls into store calls.
 
 Data flows one way: the `jobs` facade -> this service -> `stores.base.Store`. The service owns
-validation (R6, R12, §13), time (every `now` comes from the configured clock), unique keys
-(R25) and the rules for transactions (R14).
+validation (arguments, options, names, payload size), time (every `now` comes from the
+configured clock), unique keys and the rules for transactions (an enqueue joins the open
+``transaction.atomic`` of the store's database, or waits for its commit with `on_commit`).
 """
 
 from __future__ import annotations
 
 import builtins
 import difflib
+import inspect
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, TypedDict, Unpack
+from datetime import datetime
+from typing import Any, TypedDict, TypeVar, Unpack, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
@@ -48,7 +50,9 @@ _Batch = tuple[list[NewJob], list[int | tuple[str, int]]]
 
 
 class EnqueueOptions(TypedDict, total=False):
-    """The options of one enqueue (R12); None (or absent) means the kind's default."""
+    """The options of one enqueue, declared once for every enqueue call of the facade and the
+    service: when to run (`delay` or `run_at`), `priority`, `queue`, `unique`, `meta` and the
+    `request` whose trace the job continues. None (or absent) means the kind's default."""
 
     delay: Duration | None
     run_at: datetime | None
@@ -59,21 +63,45 @@ class EnqueueOptions(TypedDict, total=False):
     request: object | None
 
 
+_OPTION_KEYS = frozenset(EnqueueOptions.__annotations__)
 #: Every keyword `jobs.enqueue` takes, for "did you mean" hints.
 OPTION_NAMES: tuple[str, ...] = (*EnqueueOptions.__annotations__, "on_commit")
+#: Every keyword `jobs.enqueue_in` takes.
+ENQUEUE_IN_NAMES: tuple[str, ...] = ("using", *EnqueueOptions.__annotations__)
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def refuse_unknown_options(
-    what: str, unknown: Mapping[str, object], names: Sequence[str] = OPTION_NAMES
-) -> None:
-    """Raise `TypeError` naming a misspelled option (and the closest real one), in the words of
-    the call the user wrote (`what`), never an internal function's name."""
-    if not unknown:
-        return
-    name, value = next(iter(unknown.items()))
+def enqueue_options(
+    what: str, options: Mapping[str, object], names: Sequence[str] = OPTION_NAMES
+) -> EnqueueOptions:
+    """`options` as `EnqueueOptions`, or `TypeError` naming a misspelled option (and the
+    closest real one), in the words of the call the user wrote (`what`: "enqueue", …), never
+    an internal function's name. `names` are all the keywords that call takes."""
+    if options.keys() <= _OPTION_KEYS:
+        return cast(EnqueueOptions, options)
+    name = next(key for key in options if key not in _OPTION_KEYS)
+    value = options[name]
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"the options are {', '.join(names)}"
     raise TypeError(f"{what}() got an unknown option {name}={value!r}; {hint}")
+
+
+def with_enqueue_options(func: F) -> F:
+    """Give `func` (which takes ``**options: Unpack[EnqueueOptions]``) a runtime signature that
+    lists each option as a keyword-only parameter defaulting to None, before `on_commit`, so
+    help() and `inspect.signature` show what type checkers and editors already do."""
+    signature = inspect.signature(func)
+    parameters = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    options = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+        for name, kind in EnqueueOptions.__annotations__.items()
+    ]
+    names = [p.name for p in parameters]
+    at = names.index("on_commit") if "on_commit" in names else len(parameters)
+    parameters[at:at] = options
+    func.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return func
 
 
 #: Kinds already warned about being enqueued inside an atomic block the store cannot join.
@@ -83,7 +111,7 @@ _warned_lock = threading.Lock()
 
 @dataclass(frozen=True, slots=True)
 class _KindOptions:
-    """The options of one enqueue call as they apply to one kind (see `Jobs._resolve`)."""
+    """The options of one enqueue call as they apply to one kind (see `JobService._resolve`)."""
 
     where: str
     queue: str
@@ -101,7 +129,7 @@ class _Builder:
 
     __slots__ = ("_kinds", "_meta", "limit", "now", "options", "service")
 
-    def __init__(self, service: Jobs, now: datetime, options: EnqueueOptions) -> None:
+    def __init__(self, service: JobService, now: datetime, options: EnqueueOptions) -> None:
         self.service = service
         self.now = now
         self.options = options
@@ -152,7 +180,7 @@ class _Builder:
         )
 
 
-class Jobs:
+class JobService:
     """One configured queue system: settings, a store, the kind registry and the event bus."""
 
     def __init__(
@@ -174,29 +202,8 @@ class Jobs:
         self._good_queues: set[str] = set()
 
     # -- building jobs ---------------------------------------------------------------------
-    def build(
-        self,
-        args: object,
-        *,
-        now: datetime,
-        delay: Duration | None = None,
-        run_at: datetime | None = None,
-        priority: int | None = None,
-        queue: str | None = None,
-        unique: Unique | None = None,
-        meta: Mapping[str, Any] | None = None,
-        request: object | None = None,
-    ) -> NewJob:
+    def build(self, args: object, *, now: datetime, **options: Unpack[EnqueueOptions]) -> NewJob:
         """Validate `args` and the options and return the row to insert (raises InvalidJob)."""
-        options: EnqueueOptions = {
-            "delay": delay,
-            "run_at": run_at,
-            "priority": priority,
-            "queue": queue,
-            "unique": unique,
-            "meta": meta,
-            "request": request,
-        }
         return _Builder(self, now, options).build(args)
 
     def _resolve(self, spec: KindSpec, now: datetime, options: EnqueueOptions) -> _KindOptions:
@@ -252,7 +259,7 @@ class Jobs:
         return self._insert([job])[0]
 
     def _enqueue_on_commit(self, args: object, options: EnqueueOptions) -> Enqueued:
-        # Validate now so a bad job fails at the call site, write at commit (R14). Documented:
+        # Validate now so a bad job fails at the call site, write at commit. Documented:
         # a crash between the commit and this write loses the job.
         self.build(args, now=self.clock(), **options)
         connection = connections[DEFAULT_DB_ALIAS]
@@ -264,7 +271,7 @@ class Jobs:
     def enqueue_in(
         self, args: object, *, using: str, **options: Unpack[EnqueueOptions]
     ) -> Enqueued:
-        """Enqueue inside the open `transaction.atomic(using=using)` on the store's DB (R14)."""
+        """Enqueue inside the open `transaction.atomic(using=using)` on the store's database."""
         self.require_transaction(using, what="enqueue_in")
         return self.enqueue(args, **options)
 
@@ -288,7 +295,7 @@ class Jobs:
         on_commit: bool = False,
         **options: Unpack[EnqueueOptions],
     ) -> builtins.list[Enqueued]:
-        """Insert in batches of `BATCH_SIZE`, one store round trip per batch (R13)."""
+        """Insert in batches of `BATCH_SIZE`, one store round trip per batch."""
         if on_commit and self.store.atomic_alias is None:
             items = list(iterable)
             connection = connections[DEFAULT_DB_ALIAS]
@@ -325,7 +332,7 @@ class Jobs:
         """The jobs of one batch to insert, and where each argument's result comes from."""
         build = _Builder(self, self.clock(), options).build
         jobs = [build(args) for args in batch]
-        # Within one batch a later duplicate returns the first one (SPEC §13).
+        # Within one batch a later duplicate returns the first one.
         first_of_key: dict[str, int] = {}
         to_insert: list[NewJob] = []
         slots: list[int | tuple[str, int]] = []
@@ -346,7 +353,7 @@ class Jobs:
             self._warn_if_in_transaction(jobs)
         # The store wakes the workers of the queues it made jobs available in (stores.base).
         results = self.store.insert(jobs)
-        if self.bus.listening:
+        if self.bus.listens_to(events.ENQUEUED):
             # One event per (queue, kind, inserted) of the batch, with its count.
             counts: dict[tuple[str, str, bool], int] = {}
             for job, result in zip(jobs, results, strict=True):
@@ -359,10 +366,11 @@ class Jobs:
         return [Enqueued(result.id, result.inserted) for result in results]
 
     def _warn_if_in_transaction(self, jobs: builtins.list[NewJob]) -> None:
-        """The trap of R14 on a store that cannot join a transaction: the job is stored now,
-        so a rollback leaves it waiting (to run against rows that never existed, or that a
-        later insert reused), and a worker may run it before the commit. Say so once per kind
-        per process. Django's TestCase wraps each test in atomic blocks: those do not count."""
+        """The trap of an enqueue inside ``transaction.atomic`` on a store that cannot join it:
+        the job is stored now, so a rollback leaves it waiting (to run against rows that never
+        existed, or that a later insert reused), and a worker may run it before the commit. Say
+        so once per kind per process. Django's TestCase wraps each test in atomic blocks: those
+        do not count."""
         open_atomic = any(
             not getattr(block, "_from_testcase", False)
             for connection in connections.all(initialized_only=True)
@@ -382,7 +390,7 @@ class Jobs:
                 self.store.name,
             )
 
-    # -- admin (R30) -----------------------------------------------------------------------
+    # -- admin ---------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
         return self.store.get(_job_id(job_id))
 
@@ -425,7 +433,7 @@ class Jobs:
     def delete(self, job_id: int) -> bool:
         return self.store.delete(_job_id(job_id))
 
-    # -- cron (R26, R30) -------------------------------------------------------------------
+    # -- cron ----------------------------------------------------------------------------
     def cron_entries(self) -> builtins.list[CronEntry]:
         """The parsed `CRON` entries, read once per service (a settings change makes a new
         service). Raises `ConfigurationError` for an invalid entry (the system checks list
@@ -480,7 +488,7 @@ class Jobs:
         known = ", ".join(repr(entry.name) for entry in entries) or "none"
         raise LookupError(f"no cron entry named {name!r}; entries: {known}")
 
-    # -- queue pause (R36) -----------------------------------------------------------------
+    # -- queue pause ---------------------------------------------------------------------
     def pause(self, queue: str) -> QueueRecord:
         """Pause `queue` in the store (every instance stops claiming it); idempotent."""
         name = queue_name(queue)
@@ -514,9 +522,6 @@ class Jobs:
             paused=name in self.store.paused_queues(),
             counts=self.store.counts().get(name, {}),
         )
-
-    def lease(self) -> timedelta:
-        return self.settings.lease
 
 
 def _storable(text: str) -> bool:

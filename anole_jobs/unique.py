@@ -1,4 +1,4 @@
-"""Unique jobs (R25): the `Unique` option and the key it gives a job. Pure functions.
+"""Unique jobs: the `Unique` option and the key it gives a job. Pure functions.
 
 Leaf rule: imports only `durations`, `errors` and `codec`.
 """

@@ -85,7 +85,7 @@ class Bench:
             "this process only"
             if self.store == "memory"
             else "cross-process wake-ups"
-            if store.capabilities.notify
+            if self.store == "redis" or getattr(store.inner, "notify", False)  # type: ignore[attr-defined]
             else "other processes poll"
         )
 

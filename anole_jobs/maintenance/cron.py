@@ -23,7 +23,7 @@ from anole_jobs.schedules import CronEntry, load_cron
 from anole_jobs.unique import Unique
 
 if TYPE_CHECKING:
-    from anole_jobs.service import Jobs
+    from anole_jobs.service import JobService
 
 __all__ = ["CronScheduler", "load_cron"]  # load_cron: where `runjobs` has always found it
 
@@ -36,7 +36,7 @@ logger = logging.getLogger("anole_jobs.cron")
 class CronScheduler:
     """Enqueues each due tick of every entry; run by the leader only."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, now: datetime) -> int:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from anole_jobs import events
 from anole_jobs.background import health
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import Rescued
 
 logger = logging.getLogger("anole_jobs.maintenance")
@@ -19,7 +19,7 @@ logger = logging.getLogger("anole_jobs.maintenance")
 class Stager:
     """Scheduled and retrying jobs that are due become available."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, now: datetime) -> int:
@@ -32,7 +32,7 @@ class Stager:
 class Rescuer:
     """Jobs whose lease lapsed go back to available (dead on their last attempt), any instance."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, now: datetime) -> list[Rescued]:
@@ -54,7 +54,7 @@ class Rescuer:
 class Pruner:
     """The leader deletes finished jobs past their horizon (`PRUNE`), counted from finished_at."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, now: datetime) -> int:
@@ -72,7 +72,7 @@ class QueuedGauge:
 
     INTERVAL = timedelta(seconds=15)
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
         self._last_at: datetime | None = None
         self._lock = threading.Lock()
@@ -93,7 +93,7 @@ class Leadership:
     """Takes or keeps leadership for one instance; reports changes. One instance leads at a
     time (see docs/runtime.md)."""
 
-    def __init__(self, service: Jobs, instance: str) -> None:
+    def __init__(self, service: JobService, instance: str) -> None:
         self.service = service
         self.instance = instance
         self.leading = False
@@ -127,7 +127,7 @@ class UnhandledKinds:
 
     _logged: set[str] = set()
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def run_once(self, queues: Collection[str]) -> set[str]:

@@ -20,7 +20,7 @@ from anole_jobs.maintenance.duties import (
     Stager,
     UnhandledKinds,
 )
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 
 logger = logging.getLogger("anole_jobs.maintenance")
 
@@ -32,7 +32,7 @@ UNHANDLED_INTERVAL = 30.0
 class MaintenanceLoop(BackgroundThread):
     name = "anole-maintenance"
 
-    def __init__(self, service: Jobs, *, instance: str, queues: list[str]) -> None:
+    def __init__(self, service: JobService, *, instance: str, queues: list[str]) -> None:
         super().__init__()
         self.service = service
         self.queues = queues

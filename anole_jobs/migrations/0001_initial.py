@@ -1,4 +1,4 @@
-"""The database store's tables (R9). Names follow ``ANOLE_JOBS["TABLE_PREFIX"]`` and
+"""The database store's tables. Names follow ``ANOLE_JOBS["TABLE_PREFIX"]`` and
 ``ANOLE_JOBS["MIGRATE"]=False`` makes the models unmanaged, so this migration then creates
 nothing (apply ``anole_jobs.sql(vendor, prefix)`` yourself). Both settings are read here the
 same way the models read them, so ``makemigrations --check`` stays clean whatever they are.

@@ -3,7 +3,7 @@
 Every store (memory, database, redis) implements `Store`. The contract never carries SQL text,
 a QuerySet or a Redis key; time always comes in as an argument (only `clock.py` reads it).
 
-Fencing (R22): every write after a claim names a `RunRef` — the job id, its attempt and the
+Fencing: every write after a claim names a `RunRef` — the job id, its attempt and the
 claim token that grew when it was claimed — and succeeds only if the job is still ``running``
 with exactly that attempt and token. A drain or snooze gives the attempt back, so the attempt
 alone cannot tell a stale worker from a fresh one; the token can.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -75,7 +75,7 @@ class Inserted:
 
 @dataclass(frozen=True)
 class RunRef:
-    """Names one claim of one job: what every fenced write checks (R22)."""
+    """Names one claim of one job: what every fenced write checks."""
 
     id: int
     attempt: int
@@ -84,7 +84,7 @@ class RunRef:
 
 @dataclass(frozen=True, kw_only=True)
 class JobRecord:
-    """A job as stored; what `jobs.get` and `jobs.list` return (SPEC §13)."""
+    """A job as stored; what `jobs.get` and `jobs.list` return."""
 
     id: int
     kind: str
@@ -176,16 +176,6 @@ class CronState:
     last_job_id: int | None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Capabilities:
-    """What a store can do beyond the contract's common ground."""
-
-    transactions: bool = False  # enqueue_in / complete_in inside transaction.atomic(using=alias)
-    durable: bool = False
-    notify: bool = False  # cross-process wake-ups
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
 def woken_queues(jobs: Sequence[NewJob], results: Sequence[Inserted | None]) -> set[str]:
     """The queues an insert must wake: those of the jobs it inserted as ``available``."""
     return {
@@ -204,7 +194,6 @@ class Store(ABC):
 
     #: The database alias whose `transaction.atomic` blocks this store's writes join, if any.
     atomic_alias: str | None = None
-    capabilities: Capabilities = Capabilities()
     name: str = "store"
 
     # -- enqueueing ------------------------------------------------------------------------
@@ -266,7 +255,7 @@ class Store(ABC):
         """Hook: the calling thread will use this store only to claim jobs (and give them
         back). A store may trade the durability of those writes for speed: a claim lost in a
         server crash only leaves its job available, and the claimant's later writes then fail
-        their fence (R22), so at-least-once holds. Enqueues and outcomes stay durable."""
+        their fence, so at-least-once holds. Enqueues and outcomes stay durable."""
 
     # -- maintenance -----------------------------------------------------------------------
     @abstractmethod
@@ -355,7 +344,7 @@ class Store(ABC):
     def delete(self, job_id: int) -> bool:
         """Delete the job whatever its state; False if there was none."""
 
-    # -- queue pause (R36) -------------------------------------------------------------------
+    # -- queue pause -------------------------------------------------------------------------
     @abstractmethod
     def pause(self, queue: str, *, now: datetime) -> bool:
         """Pause `queue` for every instance: from now on `claim` returns none of its jobs,

@@ -1,4 +1,4 @@
-"""The memory store: this process only, lost on restart (R9). The reference implementation.
+"""The memory store: this process only, lost on restart. The reference implementation.
 
 Every other store must behave like this one; the contract suite and the property tests use it
 as the model. One lock guards everything; operations are short and never call out.
@@ -19,7 +19,6 @@ from anole_jobs.stores.base import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
     LIVE_STATES,
-    Capabilities,
     ClaimedJob,
     CronState,
     ErrorEntry,
@@ -90,7 +89,6 @@ class _Row:
 
 class MemoryStore(Store):
     name = "memory"
-    capabilities = Capabilities(transactions=False, durable=False, notify=False)
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -1,4 +1,4 @@
-"""Helpers for testing code that uses anole_jobs (R35, R40).
+"""Helpers for testing code that uses anole_jobs.
 
 `FakeClock` is the `CLOCK` that moves only when told; `assert_enqueued`, `refute_enqueued`,
 `all_enqueued` and `drain` read and run the configured store in manual mode;

@@ -1,4 +1,4 @@
-"""Assertions over what is enqueued, and `drain` (R40), for tests in manual mode.
+"""Assertions over what is enqueued, and `drain`, for tests in manual mode.
 
 They read the store the settings configure, through the `jobs` facade, so they work the same
 on every store. A failed assertion raises `AssertionError` listing the jobs it looked at, so a

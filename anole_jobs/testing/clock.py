@@ -1,4 +1,4 @@
-"""`FakeClock` (R35): the `CLOCK` for tests, one that only moves when told."""
+"""`FakeClock`: the `CLOCK` for tests, one that only moves when told."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`manual_mode()`: the settings and clean store every jobs test starts from (R35, R40).
+"""`manual_mode()`: the settings and clean store every jobs test starts from.
 
 The pytest fixtures are built on it, and a `django.test.TestCase` uses it directly with
 ``self.enterContext(manual_mode())``.

@@ -1,4 +1,4 @@
-"""The pytest plugin (R40), loaded through the `pytest11` entry point named ``anole_jobs``.
+"""The pytest plugin, loaded through the `pytest11` entry point named ``anole_jobs``.
 
 Fixtures:
 

@@ -14,7 +14,7 @@ from collections import deque
 
 from anole_jobs.background import BackgroundThread
 from anole_jobs.clock import monotonic
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.worker.outcomes import Attempt, Outcomes
 
 BATCH_MAX = 500
@@ -24,7 +24,7 @@ SAVE_PATIENCE = 10.0  # seconds a write is retried while running normally
 class Completer(BackgroundThread):
     name = "anole-completer"
 
-    def __init__(self, service: Jobs, outcomes: Outcomes) -> None:
+    def __init__(self, service: JobService, outcomes: Outcomes) -> None:
         super().__init__()
         self.service = service
         self.outcomes = outcomes

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
 
 logger = logging.getLogger("anole_jobs.worker")
@@ -32,7 +32,7 @@ WARN_AFTER = 3
 
 
 def count_give_back(
-    service: Jobs, claimed: ClaimedJob, meta: Mapping[str, Any] | None = None
+    service: JobService, claimed: ClaimedJob, meta: Mapping[str, Any] | None = None
 ) -> int | None:
     """Add one to the job's count before a drain gives it back; the new count, or None if
     it could not be written (the job moved on, or the store did not answer). `meta` is the
@@ -70,7 +70,7 @@ def count_give_back(
     return count
 
 
-def clear_give_backs(service: Jobs, claimed: ClaimedJob, meta: Mapping[str, Any]) -> None:
+def clear_give_backs(service: JobService, claimed: ClaimedJob, meta: Mapping[str, Any]) -> None:
     """The run ended by itself: remove the count (before the run's own write, fenced)."""
     if KEY not in meta:
         return

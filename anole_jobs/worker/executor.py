@@ -30,7 +30,7 @@ from anole_jobs.errors import Canceled, Discard, RetryIn, Snooze
 from anole_jobs.job import Job
 from anole_jobs.kinds import HandlerSpec
 from anole_jobs.records import Outcome
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish
 from anole_jobs.worker import drained
 from anole_jobs.worker.cancel import CancelScope, cancel_on_queries
@@ -94,11 +94,11 @@ class _Control:
 
 
 class Executor:
-    """Runs attempts for one `Jobs` service; shared by the manual stepper and worker pools."""
+    """Runs attempts for one `JobService` service; shared by the manual stepper and worker pools."""
 
     def __init__(
         self,
-        service: Jobs,
+        service: JobService,
         *,
         manual: bool,
         rand: Callable[[], float] | None = None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from anole_jobs.background import BackgroundThread, Idle
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.worker.runs import RunRegistry
 
 logger = logging.getLogger("anole_jobs.worker")
@@ -17,7 +17,7 @@ logger = logging.getLogger("anole_jobs.worker")
 class Heartbeat(BackgroundThread):
     name = "anole-heartbeat"
 
-    def __init__(self, service: Jobs, runs: RunRegistry) -> None:
+    def __init__(self, service: JobService, runs: RunRegistry) -> None:
         super().__init__()
         self.service = service
         self.runs = runs

@@ -23,7 +23,7 @@ from typing import Any
 
 from anole_jobs import events
 from anole_jobs.records import Outcome
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish, RunRef
 from anole_jobs.tracing import RunSpan
 
@@ -55,9 +55,9 @@ class Attempt:
 
 
 class Outcomes:
-    """Records the end of each run of one `Jobs` service."""
+    """Records the end of each run of one `JobService` service."""
 
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
 
     def write(self, attempts: Sequence[Attempt]) -> list[Outcome]:

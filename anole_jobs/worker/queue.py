@@ -21,7 +21,7 @@ import threading
 from anole_jobs.background import BackgroundThread
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.worker.cancel import CancelScope, install_query_checks
 from anole_jobs.worker.completer import Completer
@@ -88,7 +88,7 @@ class Dispatcher(BackgroundThread):
 class QueueWorker:
     def __init__(
         self,
-        service: Jobs,
+        service: JobService,
         config: QueueConfig,
         *,
         executor: Executor,

@@ -36,7 +36,7 @@ from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
 from anole_jobs.errors import ConfigurationError, StoreUnavailable
 from anole_jobs.maintenance.loop import MaintenanceLoop
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.tracing import RunSpan
 from anole_jobs.worker import drained
@@ -59,7 +59,7 @@ POLL_INTERVAL = 1.0
 class Runtime:
     def __init__(
         self,
-        service: Jobs,
+        service: JobService,
         *,
         queues: Sequence[str] | None = None,
         concurrency: int | None = None,
@@ -278,7 +278,7 @@ class Runtime:
         return len(runs)
 
 
-def wait_for_store(service: Jobs, timeout: float) -> None:
+def wait_for_store(service: JobService, timeout: float) -> None:
     """Return once the store answers a read; raise `StoreUnavailable` naming the last error
     when it does not within `timeout` seconds (a hung connect included: the probe runs in a
     thread of its own)."""

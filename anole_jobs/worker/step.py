@@ -24,7 +24,7 @@ from anole_jobs.maintenance.duties import (
     UnhandledKinds,
 )
 from anole_jobs.records import RunRecord, StepReport
-from anole_jobs.service import Jobs
+from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.interrupts import watch_sigint
@@ -38,7 +38,7 @@ def instance_name() -> str:
 
 
 class Stepper:
-    def __init__(self, service: Jobs) -> None:
+    def __init__(self, service: JobService) -> None:
         self.service = service
         self.executor = Executor(service, manual=True)
         self.outcomes = Outcomes(service)

@@ -1,5 +1,5 @@
-"""Cron (R26, R30) on every store: first sighting, exactly-once ticks across instances, gaps,
-pruned jobs, daylight saving, `jobs.cron_list()` and `jobs.cron_trigger()`.
+"""Cron on every store: first sighting, exactly-once ticks across instances, gaps, pruned jobs,
+daylight saving, `jobs.cron_list()` and `jobs.cron_trigger()`.
 
 Each test configures `CRON` through `env.configure` (the facade rebuilds its service) and
 moves the fake clock; concurrent instances are real threads released by a barrier.

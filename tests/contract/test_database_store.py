@@ -1,4 +1,4 @@
-"""The database store beyond the shared contract suite (R9, R13, R14, R20, R22, R25):
+"""The database store beyond the shared contract suite:
 schema (migration drift, DDL = migration), transactions, statement counts, concurrency on
 SQLite and PostgreSQL, NOTIFY, and a differential run against the memory store.
 
@@ -294,7 +294,7 @@ def test_sql_refuses_other_vendors() -> None:
     assert 'CREATE TABLE "x_job"' in sql("sqlite", "x_")
 
 
-# -- transactions (R14, R20) --------------------------------------------------------------------
+# -- transactions -------------------------------------------------------------------------------
 
 
 def test_insert_in_a_rolled_back_atomic_block_leaves_no_job(store: SQLStore) -> None:
@@ -345,7 +345,7 @@ def test_cron_advance_records_nothing_when_its_insert_fails(
     assert store.cron_states(["nightly"])["nightly"].last_job_id == inserted.id
 
 
-# -- round trips (R13) --------------------------------------------------------------------------
+# -- round trips --------------------------------------------------------------------------------
 
 
 def test_inserting_500_jobs_is_one_statement(store: SQLStore) -> None:
@@ -385,7 +385,7 @@ def test_two_writes_to_one_job_in_a_batch_apply_in_order(store: SQLStore) -> Non
     assert store.get(claimed.record.id).state == "retrying"  # type: ignore[union-attr]
 
 
-# -- concurrency (R22, R25) ---------------------------------------------------------------------
+# -- concurrency --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -576,7 +576,7 @@ def received(listener: Any, count: int) -> list[str]:
 @pytest.mark.django_db(databases=["default", "pg"], transaction=True)
 def test_an_insert_notifies_at_commit_in_its_own_statement(listener: Any) -> None:
     store = build("pg")
-    assert store.capabilities.notify and store.channel == "anole_jobs_wake"
+    assert store.notify and store.channel == "anole_jobs_wake"
     connection = connections["pg"]
     with CaptureQueriesContext(connection) as queries, transaction.atomic(using="pg"):
         store.insert([job(1, queue="a"), job(2, queue="s", state="scheduled")])
@@ -594,7 +594,7 @@ def test_an_insert_notifies_at_commit_in_its_own_statement(listener: Any) -> Non
 @pytest.mark.django_db(databases=["default", "pg"], transaction=True)
 def test_notify_off_sends_nothing() -> None:
     store = build("pg", NOTIFY=False)
-    assert not store.capabilities.notify
+    assert not store.notify
     with CaptureQueriesContext(connections["pg"]) as queries:
         store.insert([job(1)])
         store.wake({"default"})
@@ -607,7 +607,7 @@ def test_the_in_process_hub_is_woken(store: SQLStore) -> None:
     assert subscription.wait(timeout=5) == {"default"}
 
 
-# -- configuration (R10) ------------------------------------------------------------------------
+# -- configuration ------------------------------------------------------------------------------
 
 
 def test_other_vendors_are_refused(monkeypatch: Any) -> None:

@@ -1,4 +1,4 @@
-"""`job.record_output(value)` and the store's fenced `update_meta` (R22), on every store: a
+"""`job.record_output(value)` and the store's fenced `update_meta`, on every store: a
 run keeps a JSON output in ``meta["output"]`` (the django.tasks backend keeps return values
 this way); a stale run cannot write it."""
 

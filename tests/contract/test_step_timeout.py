@@ -1,4 +1,4 @@
-"""`jobs.step()` enforces a kind's timeout like the runtime (SPEC §14): the handler is cancelled
+"""`jobs.step()` enforces a kind's timeout like the runtime: the handler is cancelled
 at its next wait past the timeout, and the attempt fails with `Timeout` — on every store.
 
 One step runs one handler per way of waiting (`job.sleep`, `job.check_cancelled()`, a Django
@@ -39,7 +39,7 @@ def test_step_cancels_each_kind_of_wait_at_its_timeout(env, tmp_path: Path) -> N
     # Never reached a wait: nothing could cancel it, and returning completes it.
     assert outcomes[ids["none"]] == "completed"
     assert not (tmp_path / f"{ids['none']}.1.canceled").exists()
-    # Caught its Canceled and returned: completed (R18).
+    # Caught its Canceled and returned: completed.
     assert outcomes[ids["swallow"]] == "completed"
     assert (tmp_path / f"{ids['swallow']}.1.canceled").exists()
     assert env.jobs.get(ids["swallow"]).state == "completed"

@@ -1,5 +1,5 @@
 """The store contract suite: the same behaviour, asserted on every store (memory, SQLite,
-PostgreSQL, Redis), driven through the public `jobs` facade in manual mode (R35).
+PostgreSQL, Redis), driven through the public `jobs` facade in manual mode.
 
 Time moves only when a test advances the fake clock.
 """
@@ -176,7 +176,7 @@ def test_insert_mixes_key_holders_fresh_keys_and_plain_jobs_in_one_batch(env):
     assert env.jobs.counts() == {"default": {"available": 4, "scheduled": 2}}
 
 
-# -- outcomes (R15, R16) -----------------------------------------------------------------------
+# -- outcomes ----------------------------------------------------------------------------------
 
 
 def test_success_completes_the_job(env, recorder):
@@ -200,7 +200,9 @@ def test_failure_retries_with_default_backoff_then_dies(env, recorder):
         assert record.state == "retrying"
         assert record.attempt == attempt
         d = ceiling(attempt)
-        assert now + d / 2 <= record.scheduled_at <= now + d  # R5 equal jitter
+        assert (
+            now + d / 2 <= record.scheduled_at <= now + d
+        )  # the default backoff's equal jitter: between d/2 and d
         # Not due yet: nothing runs.
         env.clock.advance(
             d / 2 - timedelta(microseconds=1) if d / 2 > record.scheduled_at - now else 0
@@ -377,7 +379,7 @@ def test_only_configured_queues_run(env):
     assert env.jobs.get(job.id).state == "available"
 
 
-# -- leases and fencing (R21, R22) ------------------------------------------------------------
+# -- leases and fencing -----------------------------------------------------------------------
 
 
 def test_rescue_puts_a_lapsed_job_back_and_its_stale_outcome_is_not_saved(env, recorder):
@@ -565,7 +567,7 @@ def test_claim_only_takes_the_named_kinds(env):
     assert state_of(env, orphan.id) == "available"
 
 
-# -- maintenance (R23) --------------------------------------------------------------------------
+# -- maintenance --------------------------------------------------------------------------------
 
 
 def test_prune_deletes_finished_jobs_after_their_horizon(env):
@@ -607,7 +609,7 @@ def test_lead_is_exclusive_until_the_lease_ends(env):
     now = env.clock()
     ttl = timedelta(seconds=30)
     if env.name == "postgres":
-        # PostgreSQL leads with an advisory lock held by a session (R23): no lease to lapse.
+        # PostgreSQL leads with an advisory lock held by a session: no lease to lapse.
         assert store.lead(instance="a", now=now, ttl=ttl) is True
         assert store.lead(instance="b", now=now, ttl=ttl) is False
         assert store.lead(instance="b", now=now + timedelta(hours=1), ttl=ttl) is False
@@ -626,7 +628,7 @@ def test_lead_is_exclusive_until_the_lease_ends(env):
     assert store.lead(instance="a", now=now + timedelta(seconds=52), ttl=ttl) is True
 
 
-# -- admin (R30) ------------------------------------------------------------------------------
+# -- admin ------------------------------------------------------------------------------------
 
 
 def test_list_is_newest_first_with_keyset_pagination_and_filters(env):
@@ -695,7 +697,7 @@ def test_retry_of_a_running_job_fences_out_its_worker(env):
     assert env.jobs.step().outcomes() == {job.id: "completed"}
 
 
-# -- transactions (R14, R20) ------------------------------------------------------------------
+# -- transactions -----------------------------------------------------------------------------
 
 
 def test_enqueue_in_a_rolled_back_transaction_leaves_no_job(env):
@@ -779,7 +781,7 @@ def test_complete_in_rolled_back_leaves_the_job_to_run_again(env):
     assert report.outcomes() == {job.id: "completed"}
 
 
-# -- unique (R25, basic; the full matrix is in test_unique.py) ------------------------------------
+# -- unique (basic; the full matrix is in test_unique.py) -----------------------------------------
 
 
 @kind("test.unique_basic")

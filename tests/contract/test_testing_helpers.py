@@ -1,4 +1,4 @@
-"""The test helpers and the pytest plugin's fixtures (R40), on every store.
+"""The test helpers and the pytest plugin's fixtures, on every store.
 
 Each test takes `env` (which store) and then the plugin's `anole_jobs` fixture, which puts
 that store in manual mode with a fresh `FakeClock` and empties it around the test.

@@ -1,4 +1,4 @@
-"""Unique jobs (R25) on every store: each mode, each way a key is freed or kept, batches, and
+"""Unique jobs on every store: each mode, each way a key is freed or kept, batches, and
 real concurrent enqueues of one key.
 
 Driven through the public facade in manual mode (some tests through the pytest plugin's

@@ -41,7 +41,7 @@ from tests.conftest import _flush_redis, require
 ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = os.environ.get("ANOLE_TEST_RUN_ID", uuid.uuid4().hex[:10])
 DRAIN = 2.0  # drain_timeout of the "default" queue in tests/e2e/settings.py, in seconds
-WRITE_GRACE = 3.0  # R27/R28: the exit bound is max(drain_timeout) + 3 s
+WRITE_GRACE = 3.0  # a process exits within max(drain_timeout) + 3 s of the signal
 #: Python's own start-up and shut-down around the bound, measured from the signal.
 ALLOWANCE = 1.5
 COMMAND_TIMEOUT = 60.0

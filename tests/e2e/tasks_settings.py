@@ -1,4 +1,4 @@
-"""The end-to-end settings plus the django.tasks backend (R39): `runjobs` runs `@task`
+"""The end-to-end settings plus the django.tasks backend: `runjobs` runs `@task`
 functions of tests/sampleapp/tasks.py that a test enqueued through `AnoleBackend`, retried
 after 0.2 s (tests/e2e/tasks_backoff.py)."""
 

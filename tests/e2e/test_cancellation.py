@@ -1,5 +1,4 @@
-"""Drain and timeout reach every kind of handler, on every store, in a real `runjobs` (R17, R18,
-R27, R28).
+"""Drain and timeout reach every kind of handler, on every store, in a real `runjobs`.
 
 One process per store and case runs one handler per way of waiting at once: `job.sleep`,
 `job.check_cancelled()`, a Django query, an `await` (async handler) and no wait at all, plus a
@@ -55,7 +54,7 @@ def test_a_drain_cancels_every_kind_of_wait_and_puts_back_only_what_ignores_it(
     # Never reached a wait: the runtime put it back itself after the grace.
     assert not canceled(backend, ids["none"])
     assert given_back(records[ids["none"]]), records[ids["none"]]
-    # Caught Canceled and returned: completed (R18).
+    # Caught Canceled and returned: completed.
     swallowed = records[ids["swallow"]]
     assert canceled(backend, ids["swallow"])
     assert (swallowed["state"], swallowed["attempt"]) == ("completed", 1), swallowed

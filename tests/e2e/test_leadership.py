@@ -1,4 +1,4 @@
-"""Leadership across `runjobs` instances (R23): one leader; another takes over when it stops,
+"""Leadership across `runjobs` instances: one leader; another takes over when it stops,
 dies, or (PostgreSQL) loses the connection that holds its advisory lock.
 
 Each instance logs ``instance <host:pid:…> is now leader`` / ``is no longer leader`` (INFO,

@@ -1,4 +1,4 @@
-"""Queue pause and resume (R36) against real `runjobs` processes, on every durable store.
+"""Queue pause and resume against real `runjobs` processes, on every durable store.
 
 A pause is made by another process (as an operator's command would) while workers run; it
 holds for every worker and across a restart; resume makes them claim again at once (a wake-up

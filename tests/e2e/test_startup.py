@@ -1,4 +1,4 @@
-"""`runjobs` start-up (R29, SPEC §13): the start-up line, the options, and refusals."""
+"""`runjobs` start-up: the start-up line, the options, and refusals."""
 
 from __future__ import annotations
 

@@ -113,7 +113,7 @@ async def async_work(job: Job, args: AsyncWork) -> None:
 @kind("test.orphan")
 @dataclass
 class Orphan:
-    """A kind with no handler in this process (R8)."""
+    """A kind with no handler in this process: its jobs wait, never lost."""
 
     n: int = 0
 

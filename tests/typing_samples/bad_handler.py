@@ -37,3 +37,12 @@ def refund(job: Job, args: Refund) -> None:
 jobs.enqueue(Charge(amount=1), delay=5, queue="billing", on_commit=True)
 jobs.enqueue(Charge(amount=1), delai=5)  # error: misspelled option
 jobs.enqueue(Charge(amount=1), priority="high")  # error: priority is an int
+jobs.enqueue_many([Charge(amount=1)], delay=5, run_at=None, meta={"a": 1})
+jobs.enqueue_many([Charge(amount=1)], delai=5)  # error: misspelled option
+jobs.enqueue_in(Charge(amount=1), using="default", unique=None, request=None)
+jobs.enqueue_in(Charge(amount=1), using="default", on_commit=True)  # error: not an option here
+
+
+async def enqueue_later() -> None:
+    await jobs.aenqueue(Charge(amount=1), queue="billing", on_commit=True)
+    await jobs.aenqueue(Charge(amount=1), queue=3)  # error: queue is a str

@@ -1,4 +1,5 @@
-"""R5: default backoff bounds, property-tested."""
+"""The default backoff: attempt n waits between half and all of min(15 s * 2**(n-1), 6 h),
+property-tested."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The args/meta codec: encoding, decoding with type checks and field rules (R3, R6)."""
+"""The args/meta codec: encoding, decoding with type checks and field rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""R9-R11: the typed settings view, its errors and the system checks."""
+"""The typed settings view, its errors and the system checks."""
 
 from __future__ import annotations
 

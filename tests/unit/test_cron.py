@@ -1,4 +1,4 @@
-"""Cron entries (R26) without a store: validation messages, the system check E009, and tick
+"""Cron entries without a store: validation messages, the system check E009, and tick
 arithmetic — checked against a plain forward walk of cronsim, across daylight-saving changes."""
 
 from __future__ import annotations

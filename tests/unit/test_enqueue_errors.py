@@ -4,6 +4,7 @@ in the words of the call they wrote (no internal names)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from dataclasses import dataclass
 
 import pytest
@@ -71,3 +72,28 @@ def test_a_negative_delay_is_shown_in_seconds(memory, delay, shown):
         memory.enqueue(Work(), delay=delay)
     assert str(caught.value) == f"enqueue('test.work'): delay must not be negative, got {shown}"
     assert "day" not in str(caught.value)
+
+
+OPTIONS = ["delay", "run_at", "priority", "queue", "unique", "meta", "request"]
+
+
+@pytest.mark.parametrize(
+    ("call", "parameters"),
+    [
+        (jobs.enqueue, ["args", *OPTIONS, "on_commit"]),
+        (jobs.aenqueue, ["args", *OPTIONS, "on_commit"]),
+        (jobs.enqueue_many, ["iterable", *OPTIONS, "on_commit"]),
+        (jobs.enqueue_in, ["args", "using", *OPTIONS]),
+    ],
+    ids=["enqueue", "aenqueue", "enqueue_many", "enqueue_in"],
+)
+def test_each_enqueue_call_shows_its_options_as_keyword_only_parameters(call, parameters):
+    """help() and editors that read the runtime signature see every option by name, with
+    None (the kind's default) as its default, not an opaque ``**options``."""
+    signature = inspect.signature(call)
+    assert list(signature.parameters) == parameters
+    assert all(
+        signature.parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+        and signature.parameters[name].default is None
+        for name in OPTIONS
+    )

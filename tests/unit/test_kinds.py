@@ -1,4 +1,4 @@
-"""R4, R7, R8: declaring kinds and handlers."""
+"""Declaring kinds and handlers: one handler per kind, and a kind without one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The runtime in this process (R17, R18, R21, R22, R27–R29), on the memory store with RUN="auto".
+"""The runtime in this process (timeouts, cancellation, leases, fencing, drain, start
+and stop), on the memory store with RUN="auto".
 
 `jobs.start()` runs real worker threads. Tests observe them through the event bus
 (`RUN_STARTED`/`RUN_FINISHED`) and through handlers that block on `threading.Event`s the test
@@ -350,7 +351,7 @@ def test_start_is_refused_under_lambda_and_manual(rt: Runtime) -> None:
         jobs.start()
 
 
-# -- fencing: a stale worker cannot write (R22) ------------------------------------------------
+# -- fencing: a stale worker cannot write ------------------------------------------------------
 @pytest.mark.parametrize("how", ["retry", "cancel", "rescue"])
 @pytest.mark.parametrize("then", ["complete", "fail", "snooze"])
 def test_a_stale_worker_cannot_complete_fail_or_snooze_its_job(
@@ -396,7 +397,7 @@ def test_a_stale_worker_cannot_complete_fail_or_snooze_its_job(
         assert [e["type"] for e in record.errors] == (["LeaseExpired"] if how == "rescue" else [])
 
 
-# -- heartbeats and leases (R21) ---------------------------------------------------------------
+# -- heartbeats and leases ---------------------------------------------------------------------
 def _wait_in_sleep(rt: Runtime, seen: list[str], started: threading.Event) -> str:
     def sleeper(job: Any, args: Any) -> None:
         started.set()
@@ -448,7 +449,7 @@ def test_heartbeats_keep_the_lease_of_a_run_longer_than_the_lease(rt: Runtime) -
     assert rt.log.events(events.RESCUED) == []
 
 
-# -- timeouts and cancellation (R17, R18) ------------------------------------------------------
+# -- timeouts and cancellation -----------------------------------------------------------------
 @pytest.mark.parametrize(
     "args",
     [
@@ -493,7 +494,7 @@ def test_a_handler_that_swallows_Canceled_and_returns_is_completed(
     assert jobs.get(job_id).state == "completed"
 
 
-# -- drain (R27, R28) --------------------------------------------------------------------------
+# -- drain -------------------------------------------------------------------------------------
 def test_drain_cancels_a_waiting_handler_at_the_deadline_and_gives_the_attempt_back(
     rt: Runtime,
 ) -> None:
@@ -533,7 +534,7 @@ def test_drain_puts_back_a_handler_that_ignores_cancellation_and_fences_it(
     record = jobs.get(job_id)
     assert (record.state, record.attempt) == ("available", 0)
     assert [e["outcome"] for e in rt.log.finished(job_id=job_id)] == ["interrupted"]
-    # The drained run is stale: none of its writes may land (R22).
+    # The drained run is stale: none of its writes may land.
     now = rt.clock()
     for finish in (
         Finish(run=run.ref, state="completed", at=now),

@@ -1,4 +1,4 @@
-"""The durable database store (R9): ``STORE = {"database": ALIAS}``, SQLite or PostgreSQL,
+"""The durable database store: ``STORE = {"database": ALIAS}``, SQLite or PostgreSQL,
 chosen by the alias's vendor. `open_database_store` builds it; the modules here own the
 models (`models`), the schema names and DDL (`ddl`), the shared SQL logic (`base`) and each
 vendor's statements (`sqlite`, `postgres`).
@@ -22,7 +22,8 @@ __all__ = ["open_database_store"]
 
 
 def open_database_store(alias: str, settings: Settings) -> SQLStore:
-    """The store on database `alias`, by its vendor; `ConfigurationError` when unusable (R10).
+    """The store on database `alias`, by its vendor; `ConfigurationError` when unusable (an
+    alias the project's settings do not configure, a vendor other than SQLite or PostgreSQL).
 
     Connects to nothing: Django opens the alias's connection at the first query.
     """

@@ -1,8 +1,8 @@
-"""The SQL store logic SQLite and PostgreSQL share (R9, R14, R20–R25).
+"""The SQL store logic SQLite and PostgreSQL share.
 
 `SQLStore` implements the `Store` contract with raw SQL on the Django connection of one alias
 (``connections[alias].cursor()``), never a connection of its own: its writes join the caller's
-``transaction.atomic(using=alias)`` (R14 `enqueue_in`, R20 `complete_in`), and Django owns
+``transaction.atomic(using=alias)`` (`enqueue_in`, `complete_in`), and Django owns
 connecting, closing and thread-locality. The vendor modules (`postgres.py`, `sqlite.py`) supply
 the statements that differ: batch parameters (PostgreSQL arrays, SQLite ``json_each``), row
 locking, time encoding and the write lock.
@@ -11,8 +11,10 @@ Rules every statement keeps:
 - times come in as arguments and are encoded as the model's DateTimeField would be;
 - states are written as SQL literals, so the partial indexes of `ddl.JOB_INDEXES` apply;
 - `unique_lock` is set to `unique_key` exactly while the job holds its key, so the unique
-  constraint resolves R25 atomically (never check-then-insert);
-- every write after a claim is fenced on (id, attempt, claim_token, state='running') (R22);
+  constraint decides atomically which of two concurrent enqueues of one unique job wins
+  (never check-then-insert);
+- every write after a claim is fenced on (id, attempt, claim_token, state='running'), so a
+  worker that lost its job can no longer change it;
 - no statement maintains the counts: triggers on the job table keep ``<prefix>count`` (see
   `ddl` for why), so `counts()` reads that small table instead of the job table.
 
@@ -41,7 +43,6 @@ from anole_jobs.stores.base import (
     LIST_LIMIT_MAX,
     LIVE_STATES,
     STATES,
-    Capabilities,
     ClaimedJob,
     CronState,
     Finish,
@@ -122,7 +123,6 @@ class SQLStore(Store):
         #: The LISTEN/NOTIFY channel (PostgreSQL); a listener thread subscribes to it.
         self.channel = channel(self.prefix)
         self.notify = False
-        self.capabilities = Capabilities(transactions=True, durable=True, notify=False)
         self._local = threading.local()
 
     # -- vendor hooks ----------------------------------------------------------------------
@@ -432,7 +432,7 @@ class SQLStore(Store):
         table = self.cron_table
         with self.write_lock(), self.cursor() as cursor:
             # The conditional upsert locks the entry's row: a second instance advancing the
-            # same tick waits, then finds the tick taken (R26: each tick once).
+            # same tick waits, then finds the tick taken (each tick is enqueued once).
             cursor.execute(
                 f"INSERT INTO {table} (name, last_tick_at, last_job_id) VALUES (%s, %s, NULL)"
                 " ON CONFLICT (name) DO UPDATE SET last_tick_at = excluded.last_tick_at"

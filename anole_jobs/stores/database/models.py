@@ -1,4 +1,4 @@
-"""The database store's tables as Django models (R9): jobs, the leader lease, cron ticks and
+"""The database store's tables as Django models: jobs, the leader lease, cron ticks and
 queue pauses.
 
 The store itself never goes through the ORM (it writes raw SQL on the alias's connection, see
@@ -47,9 +47,14 @@ def _job_indexes() -> list[models.Index]:
 
 
 class Job(models.Model):
-    """One job. `unique_lock` equals `unique_key` while the job holds its key (a live state,
+    """One row of the jobs table. Not `anole_jobs.Job`, the object a handler receives: the
+    class keeps the name ``Job`` because Django derives the admin's URLs
+    (``/admin/anole_jobs/job/``) and the migrations from it, so import it under a name that
+    says it is a row: ``from anole_jobs.models import Job as JobRow``.
+
+    `unique_lock` equals `unique_key` while the job holds its key (a live state,
     or any state when `unique_scope` is "any") and is NULL otherwise: its unique constraint
-    is what makes concurrent enqueues of one unique job insert exactly one (R25)."""
+    is what makes concurrent enqueues of one unique job insert exactly one."""
 
     id = models.BigAutoField(primary_key=True)
     kind = models.TextField()
@@ -61,7 +66,7 @@ class Job(models.Model):
     priority = models.SmallIntegerField(default=0)
     attempt = models.IntegerField(default=0)
     max_attempts = models.IntegerField()
-    #: Grows with every claim; with `attempt`, what every write after a claim checks (R22).
+    #: Grows with every claim; with `attempt`, what every write after a claim checks (fencing).
     claim_token = models.BigIntegerField(default=0)
     created_at = models.DateTimeField()
     scheduled_at = models.DateTimeField()
@@ -88,7 +93,7 @@ class Job(models.Model):
 
 
 class Leader(models.Model):
-    """The leader lease (R23): one row per election, held until `expires_at`."""
+    """The leader lease: one row per election, held until `expires_at`."""
 
     name = models.TextField(primary_key=True)
     holder = models.TextField()
@@ -101,7 +106,7 @@ class Leader(models.Model):
 
 
 class Cron(models.Model):
-    """The last tick each cron entry enqueued (R26), so each tick is enqueued once."""
+    """The last tick each cron entry enqueued, so each tick is enqueued once."""
 
     name = models.TextField(primary_key=True)
     last_tick_at = models.DateTimeField(null=True)
@@ -114,7 +119,7 @@ class Cron(models.Model):
 
 
 class Queue(models.Model):
-    """A queue that was paused at some time (R36): paused while `paused_at` is set. `resume`
+    """A queue that was paused at some time: paused while `paused_at` is set. `resume`
     clears `paused_at` and keeps the row; a claim reads this table in its own statement."""
 
     name = models.TextField(primary_key=True)

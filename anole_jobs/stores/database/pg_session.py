@@ -1,7 +1,7 @@
 """PostgreSQL's dedicated connections: the leader's advisory lock and the LISTEN thread.
 
 Both need a session of their own, outside Django's per-thread connections: an advisory lock
-lives as long as its session (R23 — a terminated backend frees it, and the old leader notices
+lives as long as its session (a terminated backend frees it, and the old leader notices
 at its next re-check), and LISTEN needs a connection that nothing else uses.
 """
 

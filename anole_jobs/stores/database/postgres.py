@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from anole_jobs.conf import Settings
 from anole_jobs.stores.base import (
-    Capabilities,
     ClaimedJob,
     Finish,
     JobRecord,
@@ -81,9 +80,6 @@ class PostgresStore(SQLStore):
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)
         self.notify = settings.notify
-        self.capabilities = Capabilities(
-            transactions=True, durable=True, notify=settings.notify, extra={"channel": self.channel}
-        )
         self.leadership = AdvisoryLeadership(alias, self.prefix)
         self._listener: Listener | None = None
         self._listener_lock = threading.Lock()
@@ -101,7 +97,7 @@ class PostgresStore(SQLStore):
             cursor.execute("SET synchronous_commit TO off")
             self._local.relaxed_on = raw
 
-    # -- leadership: an advisory lock on a dedicated session (R23) --------------------------
+    # -- leadership: an advisory lock on a dedicated session ------------------------------
     def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
         # The lock lives as long as the session: `ttl` does not apply here.
         return self.leadership.hold(instance)

@@ -2,7 +2,7 @@
 `check_redis_eviction` system check (W002).
 
 The client always comes from the project's own settings: a ``CACHES`` alias whose backend is
-django-redis (R10). Anything else is refused with `ConfigurationError` (an
+django-redis. Anything else is refused with `ConfigurationError` (an
 `ImproperlyConfigured`) that names the problem. Opening the store does not connect.
 """
 

@@ -154,7 +154,7 @@ class Keys:
 
     def channel(self, db: int) -> str:
         """The pub/sub channel for wake-ups. Channels are server-wide (not per database), so
-        the name carries the database number as well as the prefix (SPEC §13)."""
+        the name carries the database number as well as the prefix."""
         return f"{self.prefix}wakeups:db{db}"
 
 

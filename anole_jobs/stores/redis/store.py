@@ -1,9 +1,10 @@
-"""The Redis store (R9): the whole store contract on one Redis node, durable as far as Redis
+"""The Redis store: the whole store contract on one Redis node, durable as far as Redis
 persists (see docs/stores.md).
 
 This module owns the Python half: argument encoding, script calls and record decoding. Every
 state change is one Lua script in `scripts/` (the server runs it atomically, so no MULTI), and
-every fenced write (R22) is checked inside its script. Key names live in `keys.py` only.
+every fenced write (still running, same attempt, same claim token) is checked inside its
+script. Key names live in `keys.py` only.
 
 Scripts are sent by SHA (EVALSHA) and loaded with SCRIPT LOAD the first time Redis answers
 NOSCRIPT — at first use, and again after a `SCRIPT FLUSH` or a restart. Nothing here retries a
@@ -35,7 +36,6 @@ from anole_jobs.stores.base import (
     AFTER_RUN_STATES,
     FINAL_STATES,
     LIST_LIMIT_MAX,
-    Capabilities,
     ClaimedJob,
     CronState,
     Finish,
@@ -163,7 +163,6 @@ class RedisStore(Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
     name = "redis"
-    capabilities = Capabilities(transactions=False, durable=True, notify=True)
     atomic_alias = None
 
     def __init__(self, client: Any, *, key_prefix: str, alias: str | None = None) -> None:

@@ -206,7 +206,7 @@ local function append_error(j, entry)
   set(j, 'errors', errors)
 end
 
--- The fence of every write after a claim (R22): still running, same attempt, same token.
+-- The fence of every write after a claim: still running, same attempt, same token.
 local function fenced(j, attempt, token)
   return j ~= nil and j.state == 'running' and tonumber(j.attempt) == tonumber(attempt)
     and tonumber(j.token) == tonumber(token)

@@ -1,8 +1,8 @@
 -- finish: ARGV[2] = n, [3] the n results as ONE JSON array of strings, 8 per result: id,
 -- attempt, token, state, at key, scheduled_at key ('' = keep), error entry JSON ('' = none),
 -- give back attempt ('1'/'0'). One argument instead of 8 per result: packing them cost the
--- client more than the script took (as for insert). Each write is fenced (R22); returns 1/0
--- per result.
+-- client more than the script took (as for insert). Each write is fenced (the job still
+-- running, with the same attempt and claim token); returns 1/0 per result.
 local out = {}
 local v = cjson.decode(ARGV[3])
 for k = 0, tonumber(ARGV[2]) - 1 do

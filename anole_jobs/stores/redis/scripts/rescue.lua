@@ -1,7 +1,7 @@
 -- rescue: ARGV[2] now key, [3] now iso, [4] limit. Every running job whose lease ended before
 -- now goes back to available (scheduled now), or dead on its last attempt, with a LeaseExpired
 -- error. Only jobs still running are in the running set, so a job that finished meanwhile is
--- never touched (R22). Returns {id, kind, queue, new state} per rescued job, flattened.
+-- never touched. Returns {id, kind, queue, new state} per rescued job, flattened.
 local now, now_iso = ARGV[2], ARGV[3]
 -- lease < now exactly: a member with lease == now is longer than `now`, so it sorts after it.
 local lapsed = redis.call('ZRANGEBYLEX', K_running(), '-', '(' .. now, 'LIMIT', 0, tonumber(ARGV[4]))

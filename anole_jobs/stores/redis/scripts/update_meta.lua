@@ -1,5 +1,5 @@
 -- update_meta: ARGV[2] id, ARGV[3] attempt, ARGV[4] token, ARGV[5] meta JSON. Replaces the
--- running job's meta, fenced (R22); returns 1, or 0 when the run is no longer current.
+-- running job's meta, fenced like finish; returns 1, or 0 when the run is no longer current.
 local j = load(ARGV[2])
 if not fenced(j, ARGV[3], ARGV[4]) then return 0 end
 set(j, 'meta', ARGV[5])

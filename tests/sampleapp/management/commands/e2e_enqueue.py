@@ -1,6 +1,6 @@
-"""`manage.py e2e_enqueue SPECS`: enqueue jobs and print their ids as JSON (tests only).
+"""`manage.py e2e_enqueue BATCHES`: enqueue jobs and print their ids as JSON (tests only).
 
-SPECS is a JSON list of ``{"kind": K, "args": {...}, "count": N, "queue": Q}`` (``args``,
+BATCHES is a JSON list of ``{"kind": K, "args": {...}, "count": N, "queue": Q}`` (``args``,
 ``count`` and ``queue`` optional); the output is one list of ids per spec, in order, so one
 process start enqueues everything a test needs. K is a kind name (``e2e.block``) or a short
 name of `tests.sampleapp.e2e_jobs.KINDS`.
