@@ -108,7 +108,7 @@ def create_flag(request: HttpRequest) -> bool:
         return False
     try:
         body = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: "[[[[…" nested deep
         raise BadInput("body", 'the body must be a JSON object, e.g. {"create": true}') from None
     if not isinstance(body, dict) or set(body) - {"create"}:
         raise BadInput("body", 'the body may only hold "create": true or false')
