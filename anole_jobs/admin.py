@@ -16,6 +16,7 @@ routes), or Django's own view/change permissions on the model.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -83,6 +84,13 @@ if apps.is_installed("django.contrib.admin"):
             if problem is None:
                 raise
             return problem_page(problem)
+
+    def _answering_problems(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
+        def answering(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            return shown(lambda: view(request, *args, **kwargs))
+
+        return answering
 
     def _pretty(value: Any) -> str:
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
@@ -162,6 +170,15 @@ if apps.is_installed("django.contrib.admin"):
             return super().get_search_results(request, queryset, search_term)
 
         # -- pages: what went wrong is a page, never a server error -----------------------
+        def get_urls(self) -> list[Any]:
+            """Django's pages for the model, each answering what went wrong as a page: the
+            admin site checks who asks (reading the session and the user) before our views
+            run, and when that database does not answer, the page says so (503)."""
+            patterns = super().get_urls()
+            for pattern in patterns:
+                pattern.callback = _answering_problems(pattern.callback)
+            return patterns
+
         def changelist_view(
             self, request: HttpRequest, extra_context: dict[str, Any] | None = None
         ) -> HttpResponse:

@@ -170,23 +170,26 @@ def _respond(status: int, payload: Any) -> HttpResponse:
 
 
 def _guarded(request: HttpRequest, call: Callable[[], Answer]) -> HttpResponse:
-    """Permission, then `call`, with every expected failure answered as JSON."""
-    decided = access(request)
-    if decided is Access.ANONYMOUS:
-        return problem_response(
-            Problem(
-                status=401, code="not_authenticated", message="log in to use the jobs admin routes"
-            )
-        )
-    if decided is Access.FORBIDDEN:
-        return problem_response(
-            Problem(
-                status=403,
-                code="permission_denied",
-                message="ADMIN_PERMISSION refused this request",
-            )
-        )
+    """Permission, then `call`, with every expected failure (an outage while the permission
+    reads the user included) answered as JSON."""
     try:
+        decided = access(request)
+        if decided is Access.ANONYMOUS:
+            return problem_response(
+                Problem(
+                    status=401,
+                    code="not_authenticated",
+                    message="log in to use the jobs admin routes",
+                )
+            )
+        if decided is Access.FORBIDDEN:
+            return problem_response(
+                Problem(
+                    status=403,
+                    code="permission_denied",
+                    message="ADMIN_PERMISSION refused this request",
+                )
+            )
         return _respond(*call())
     except EXPECTED as exc:
         problem = problem_of(exc)
