@@ -51,7 +51,12 @@ if apps.is_installed("django.contrib.admin"):
     from anole_jobs.operations import actions as job_actions
     from anole_jobs.operations.ids import job_id_or_none
     from anole_jobs.operations.permissions import permitted
-    from anole_jobs.operations.problems import EXPECTED, NotFound, Problem, problem_of
+    from anole_jobs.operations.problems import (
+        EXPECTED,
+        NotFound,
+        Problem,
+        problem_of,
+    )
     from anole_jobs.stores.database.models import Job
 
     def problem_page(problem: Problem) -> HttpResponse:
@@ -183,6 +188,11 @@ if apps.is_installed("django.contrib.admin"):
             self, request: HttpRequest, extra_context: dict[str, Any] | None = None
         ) -> HttpResponse:
             parent = super().changelist_view
+            for name, values in request.GET.lists():
+                if any("\x00" in value for value in values):
+                    # PostgreSQL refuses a NUL in text outright (a DataError, not a miss).
+                    message = f"{name}: no job holds a NUL character"
+                    return problem_page(Problem(status=400, code="bad_request", message=message))
             return shown(lambda: parent(request, extra_context))
 
         def changeform_view(

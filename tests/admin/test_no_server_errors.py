@@ -322,6 +322,8 @@ JUNK_ADMIN_QUERIES = (
     "q=" + "9" * 18,
     "state=%00",
     "state=finished",
+    "queue=%00",
+    "kind=a%00b",
     "queue=reports%2Feu",
     "id=%C2%B2",
     "id__gt=abc",
@@ -342,6 +344,9 @@ def test_the_django_admin_table_copes_with_junk_in_its_query(env, staff, query):
     response = staff.get(f"{ADMIN_JOBS}?{query}")
     assert problems_with(response, down=False) == [], describe("GET", query, response)
     assert response.status_code in (200, 302, 400, 403, 404), describe("GET", query, response)
+    if "%00" in query and env.sql:  # no job holds a NUL: a bad filter, named on the page
+        assert response.status_code == 400 and is_html(response), describe("GET", query, response)
+        assert query.split("=")[0] in body_text(response)
 
 
 # -- names -----------------------------------------------------------------------------------
