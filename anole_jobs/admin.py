@@ -16,6 +16,7 @@ routes), or Django's own view/change permissions on the model.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -50,7 +51,12 @@ if apps.is_installed("django.contrib.admin"):
     from anole_jobs.operations import actions as job_actions
     from anole_jobs.operations.ids import job_id_or_none
     from anole_jobs.operations.permissions import permitted
-    from anole_jobs.operations.problems import EXPECTED, NotFound, Problem, problem_of
+    from anole_jobs.operations.problems import (
+        EXPECTED,
+        NotFound,
+        Problem,
+        problem_of,
+    )
     from anole_jobs.stores.database.models import Job
 
     def problem_page(problem: Problem) -> HttpResponse:
@@ -83,6 +89,13 @@ if apps.is_installed("django.contrib.admin"):
             if problem is None:
                 raise
             return problem_page(problem)
+
+    def _answering_problems(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
+        def answering(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            return shown(lambda: view(request, *args, **kwargs))
+
+        return answering
 
     def _pretty(value: Any) -> str:
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
@@ -162,10 +175,24 @@ if apps.is_installed("django.contrib.admin"):
             return super().get_search_results(request, queryset, search_term)
 
         # -- pages: what went wrong is a page, never a server error -----------------------
+        def get_urls(self) -> list[Any]:
+            """Django's pages for the model, each answering what went wrong as a page: the
+            admin site checks who asks (reading the session and the user) before our views
+            run, and when that database does not answer, the page says so (503)."""
+            patterns = super().get_urls()
+            for pattern in patterns:
+                pattern.callback = _answering_problems(pattern.callback)
+            return patterns
+
         def changelist_view(
             self, request: HttpRequest, extra_context: dict[str, Any] | None = None
         ) -> HttpResponse:
             parent = super().changelist_view
+            for name, values in request.GET.lists():
+                if any("\x00" in value for value in values):
+                    # PostgreSQL refuses a NUL in text outright (a DataError, not a miss).
+                    message = f"{name}: no job holds a NUL character"
+                    return problem_page(Problem(status=400, code="bad_request", message=message))
             return shown(lambda: parent(request, extra_context))
 
         def changeform_view(

@@ -108,7 +108,7 @@ def create_flag(request: HttpRequest) -> bool:
         return False
     try:
         body = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: "[[[[…" nested deep
         raise BadInput("body", 'the body must be a JSON object, e.g. {"create": true}') from None
     if not isinstance(body, dict) or set(body) - {"create"}:
         raise BadInput("body", 'the body may only hold "create": true or false')
@@ -170,23 +170,26 @@ def _respond(status: int, payload: Any) -> HttpResponse:
 
 
 def _guarded(request: HttpRequest, call: Callable[[], Answer]) -> HttpResponse:
-    """Permission, then `call`, with every expected failure answered as JSON."""
-    decided = access(request)
-    if decided is Access.ANONYMOUS:
-        return problem_response(
-            Problem(
-                status=401, code="not_authenticated", message="log in to use the jobs admin routes"
-            )
-        )
-    if decided is Access.FORBIDDEN:
-        return problem_response(
-            Problem(
-                status=403,
-                code="permission_denied",
-                message="ADMIN_PERMISSION refused this request",
-            )
-        )
+    """Permission, then `call`, with every expected failure (an outage while the permission
+    reads the user included) answered as JSON."""
     try:
+        decided = access(request)
+        if decided is Access.ANONYMOUS:
+            return problem_response(
+                Problem(
+                    status=401,
+                    code="not_authenticated",
+                    message="log in to use the jobs admin routes",
+                )
+            )
+        if decided is Access.FORBIDDEN:
+            return problem_response(
+                Problem(
+                    status=403,
+                    code="permission_denied",
+                    message="ADMIN_PERMISSION refused this request",
+                )
+            )
         return _respond(*call())
     except EXPECTED as exc:
         problem = problem_of(exc)

@@ -80,14 +80,15 @@ def problem_page(request: HttpRequest, problem: Problem) -> HttpResponse:
 
 
 def dashboard_view(view: View) -> View:
-    """Permission first, then the view, with every expected failure shown as a page."""
+    """Permission first, then the view, with every expected failure (an outage while the
+    permission reads the user included) shown as a page."""
 
     @wraps(view)
     def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        decided = access(request)
-        if decided is not Access.ALLOWED:
-            return refuse(request, decided)
         try:
+            decided = access(request)
+            if decided is not Access.ALLOWED:
+                return refuse(request, decided)
             return view(request, *args, **kwargs)
         except EXPECTED as exc:
             problem = problem_of(exc)

@@ -5,8 +5,12 @@ The setting is a dotted path to (or a) ``callable(request) -> bool``; without it
 staff user may. `access` says what to do with a request: let it through, ask an anonymous
 visitor to log in, or refuse a logged-in one. A permission that raises, or a setting that
 cannot be used, refuses (and logs why): a broken permission never opens the door, and never
-turns into a server error either. A permission may accept a request by another credential
-(an API token in a header), so it works for clients with no session: see docs/admin.md.
+turns into a server error either. A database that does not answer while the request's user is
+read (the sessions may live in the store's own database) is not a refusal but an outage:
+`access` lets the database error through and the surfaces answer it as one (503).
+
+A permission may accept a request by another credential (an API token in a header), so it
+works for clients with no session: see docs/admin.md.
 """
 
 from __future__ import annotations
@@ -16,15 +20,19 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
 
 from anole_jobs import conf
-from anole_jobs.errors import ConfigurationError
+from anole_jobs.errors import ConfigurationError, StoreUnavailable
 
 logger = logging.getLogger("anole_jobs.admin")
 
 Permission = Callable[[HttpRequest], Any]
+#: What an outage raises while the permission reads the request's user (Django reads the
+#: session and the user lazily, on first use): passed on, not a refusal.
+OUTAGE: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, StoreUnavailable)
 SETTING = "ANOLE_JOBS['ADMIN_PERMISSION']"
 
 
@@ -75,9 +83,14 @@ def configured_permission() -> Permission:
 
 
 def access(request: HttpRequest) -> Access:
-    """Whether `request` may use the surfaces, and if not, whether someone is logged in."""
+    """Whether `request` may use the surfaces, and if not, whether someone is logged in.
+
+    Raises what `OUTAGE` names when the database holding the sessions or users does not
+    answer; the surfaces answer that as a store outage."""
     try:
         allowed = bool(configured_permission()(request))
+    except OUTAGE:
+        raise
     except ConfigurationError as exc:
         logger.error("%s; the request is refused (manage.py check reports it)", exc)
         allowed = False

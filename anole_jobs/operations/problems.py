@@ -70,28 +70,38 @@ def _missing_table(exc: BaseException) -> bool:
     return "no such table" in text or ("relation" in text and "does not exist" in text)
 
 
-def _outage(exc: BaseException) -> Problem:
+def one_line(text: object) -> str:
+    """`text` with every run of whitespace (newlines included) made one space: a driver's
+    error may span lines (psycopg's does), and a CLI message or log line must not."""
+    return " ".join(str(text).split())
+
+
+def _outage(exc: BaseException, *, log: bool) -> Problem:
     hint = " (run manage.py migrate)" if _missing_table(exc) else ""
-    logger.warning("jobs admin: the store did not answer: %s", exc)
+    reason = one_line(exc)
+    if log:
+        logger.warning("jobs admin: the store did not answer: %s", reason)
     return Problem(
         status=503,
         code="store_unavailable",
-        message=f"the jobs store did not answer ({exc}){hint}; try again",
+        message=f"the jobs store did not answer ({reason}){hint}; try again",
         headers={"Retry-After": str(RETRY_AFTER)},
     )
 
 
-def problem_of(exc: BaseException) -> Problem | None:
+def problem_of(exc: BaseException, *, log: bool = True) -> Problem | None:
     """The `Problem` to show for `exc`, or None when it is not one a person caused or can
-    wait out (a bug: let it propagate)."""
+    wait out (a bug: let it propagate). An outage is logged unless `log` is false (the CLI,
+    whose one line on stderr is the record: Python prints an unconfigured logger's warning
+    on stderr too, which would make it two)."""
     if isinstance(exc, OperationError):
         return Problem(status=exc.status, code=exc.code, message=exc.message, hint=exc.hint)
     if isinstance(exc, InvalidJob):
         return Problem(status=400, code="bad_request", message=str(exc))
     if isinstance(exc, StoreUnavailable | OperationalError | InterfaceError):
-        return _outage(exc)
+        return _outage(exc, log=log)
     if isinstance(exc, DatabaseError) and _missing_table(exc):
-        return _outage(exc)
+        return _outage(exc, log=log)
     return None
 
 

@@ -208,6 +208,22 @@ def test_every_failure_maps_to_one_problem():
     assert problem_of(KeyError("x")) is None
 
 
+def test_a_driver_error_over_several_lines_is_one_line(caplog):
+    """psycopg's connection error spans lines; the message and the log line do not."""
+    error = OperationalError(
+        'connection failed: connection to server at "127.0.0.1", port 1 failed:\n'
+        "\tConnection refused\n\tIs the server running on that host?"
+    )
+    with caplog.at_level(logging.WARNING, logger="anole_jobs.admin"):
+        outage = problem_of(error)
+    assert outage is not None and "\n" not in outage.message and "\t" not in outage.message
+    assert "failed: Connection refused Is the server" in outage.message
+    assert [r.getMessage().count("\n") for r in caplog.records] == [0]
+    caplog.clear()
+    assert problem_of(error, log=False) is not None
+    assert caplog.records == []
+
+
 # -- permission --------------------------------------------------------------------------------
 
 
@@ -229,6 +245,33 @@ def test_a_permission_that_raises_refuses_and_logs(settings, caplog, django_user
     assert "raised; the request is refused" in caplog.text
     request.user = django_user_model(username="x", is_staff=True, is_active=True)
     assert access(request) is Access.FORBIDDEN
+
+
+class UnreachableUser:
+    """A request's user as Django's lazy middleware gives it while the database holding the
+    sessions does not answer: reading it raises."""
+
+    @property
+    def is_authenticated(self) -> bool:
+        raise OperationalError("unable to open database file")
+
+    is_active = is_staff = is_authenticated
+
+
+@pytest.mark.parametrize(
+    "permission",
+    [None, "tests.admin.test_operations.raising_permission"],
+    ids=["default", "raises"],
+)
+def test_a_database_outage_while_reading_the_user_is_an_outage_not_a_refusal(settings, permission):
+    """The surfaces answer it as 503 (the error map), not as a refusal or a server error."""
+    if permission is not None:
+        settings.ANOLE_JOBS = {**settings.ANOLE_JOBS, "ADMIN_PERMISSION": permission}
+    request = RequestFactory().get("/")
+    request.user = UnreachableUser()
+    with pytest.raises(OperationalError) as raised:
+        access(request)
+    assert problem_of(raised.value).status == 503
 
 
 def test_a_permission_setting_that_cannot_be_used_refuses(settings, caplog):

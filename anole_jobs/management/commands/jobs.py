@@ -25,7 +25,13 @@ from anole_jobs.operations import actions
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import Listing, fetch_page, parse_after, parse_limit
-from anole_jobs.operations.problems import EXPECTED, NotFound, OperationError, problem_of
+from anole_jobs.operations.problems import (
+    EXPECTED,
+    NotFound,
+    OperationError,
+    one_line,
+    problem_of,
+)
 from anole_jobs.stores.base import STATES, JobRecord
 
 ERROR_WIDTH = 50
@@ -144,10 +150,10 @@ class Command(BaseCommand):
         try:
             action(options)
         except EXPECTED as exc:
-            problem = problem_of(exc)
+            problem = problem_of(exc, log=False)
             if problem is None:
                 raise
-            raise CommandError(problem.message, returncode=1) from None
+            raise CommandError(one_line(problem.message), returncode=1) from None
 
     # -- output ----------------------------------------------------------------------------
     def emit(self, payload: Any, human: Callable[[], str]) -> None:
