@@ -312,7 +312,9 @@ class Executor:
             return
         if isinstance(error, RetryIn) and attempt.outcome == "retried":
             return
-        if isinstance(error, Canceled):  # failed with a Canceled: it ran past its timeout
+        if isinstance(error, Canceled):
+            if entry.type != "Timeout":
+                return  # cancelled or lost while it ran: not a failure of the handler
             error = reporting.TimedOut(entry.message).with_traceback(error.__traceback__)
         record = attempt.claimed.record
         context = reporting.FailureContext(
