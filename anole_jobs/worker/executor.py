@@ -20,6 +20,7 @@ import os
 import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import Any
 
 from django.db import transaction
@@ -312,10 +313,13 @@ class Executor:
             return
         if isinstance(error, RetryIn) and attempt.outcome == "retried":
             return
+        # From the handler's frame down: the runtime's own frames hold the job's arguments.
+        frames = _from_handler(error.__traceback__)
         if isinstance(error, Canceled):
             if entry.type != "Timeout":
                 return  # cancelled or lost while it ran: not a failure of the handler
-            error = reporting.TimedOut(entry.message).with_traceback(error.__traceback__)
+            error = reporting.TimedOut(entry.message)
+        error = error.with_traceback(frames)
         record = attempt.claimed.record
         context = reporting.FailureContext(
             job_id=record.id,
@@ -399,6 +403,16 @@ def _type_name(error: BaseException) -> str:
 
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+_ASYNCIO_DIR = os.path.dirname(os.path.abspath(asyncio.__file__))
+
+
+def _from_handler(tb: TracebackType | None) -> TracebackType | None:
+    """`tb` less its leading frames of the runtime (and of asyncio, for an async handler)."""
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(
+        (_RUNTIME_DIR, _ASYNCIO_DIR)
+    ):
+        tb = tb.tb_next
+    return tb
 
 
 def _short_traceback(error: BaseException) -> str:

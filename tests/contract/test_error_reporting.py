@@ -89,6 +89,9 @@ def test_each_failed_attempt_is_reported_once_with_its_context(env: Any, reports
     ]
 
     assert [type(error) for error, _ in reports.calls] == [ValueError] * 3
+    # Its traceback starts at the handler: the runtime's frames (whose locals hold the
+    # arguments) are left out.
+    assert {e.__traceback__.tb_frame.f_code.co_name for e, _ in reports.calls} == {"work"}  # type: ignore[union-attr]
     assert [str(error) for error, _ in reports.calls] == [f"boom on attempt {n}" for n in (1, 2, 3)]
     first, second, last = reports.contexts()
     assert (first.job_id, first.kind, first.queue) == (job_id, "test.work", "default")
