@@ -132,6 +132,11 @@ def setting_problem(value: object) -> str | None:
     return None
 
 
+#: The run-time problems with the setting already logged (once per process, not per pool).
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
 class ErrorReporting:
     """Calls the configured reporter, safely. One per executor; thread-safe."""
 
@@ -154,7 +159,11 @@ class ErrorReporting:
                     self._reporter = resolve(self.setting)
                 except ConfigurationError as exc:
                     # `manage.py check` reports it too; at run time, say it once and go on.
-                    logger.error("%s; failed jobs are not reported", exc)
+                    with _said_lock:
+                        first = str(exc) not in _said
+                        _said.add(str(exc))
+                    if first:
+                        logger.error("%s; failed jobs are not reported", exc)
                 self._resolved = True
         return self._reporter
 
