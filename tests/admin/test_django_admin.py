@@ -19,6 +19,7 @@ from django.test import Client
 from anole_jobs.stores.base import Finish
 from tests.admin.support import configure_admin
 from tests.sampleapp.jobs import Work
+from tests.support.clients import logged_in, staff_client
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 
@@ -29,9 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def admin_client(env, users) -> Client:
     configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
+    return staff_client(users["staff"])
 
 
 def sql_only(env):
@@ -133,11 +132,10 @@ def test_the_actions_go_through_the_facade_and_say_how_many_changed(env, admin_c
 def test_a_user_without_permission_sees_nothing(env, users):
     sql_only(env)
     configure_admin(env)
-    client = Client()
     users["plain"].is_staff = True  # staff, but ADMIN_PERMISSION says no and no model perms
     users["plain"].save()
     env.configure(ADMIN_PERMISSION="tests.admin.support.token_permission")
-    client.force_login(users["plain"])
+    client = logged_in(users["plain"])
     assert client.get(CHANGELIST).status_code == 403
 
 

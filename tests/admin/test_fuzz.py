@@ -22,6 +22,7 @@ from schemathesis import GenerationMode
 from anole_jobs.admin_api.openapi import document
 from tests.admin.support import METHODS, MOUNT, configure_admin
 from tests.sampleapp.jobs import Work
+from tests.support.clients import staff_client
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 
@@ -60,11 +61,10 @@ def check(response: Any, what: str) -> None:
 
 
 @pytest.fixture
-def staff_client(env, users, client):
+def staff(env, users):
     configure_admin(env)
     env.jobs.enqueue_many([Work(tag=str(i)) for i in range(5)])
-    client.force_login(users["staff"])
-    return client
+    return staff_client(users["staff"])
 
 
 def breakable(operation: Any) -> bool:
@@ -86,13 +86,13 @@ CASES = [
 
 
 @pytest.mark.parametrize(("operation", "mode"), CASES)
-def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode):
+def test_no_generated_request_gets_a_5xx(env, staff, operation, mode):
     @FUZZ
     @given(operation.as_strategy(generation_mode=mode))
     def fuzz(case: Any) -> None:
         query = urlencode(case.query or {}, doseq=True)
         url = MOUNT.rstrip("/") + case.formatted_path + (f"?{query}" if query else "")
-        response = staff_client.generic(case.method, url)
+        response = staff.generic(case.method, url)
         check(response, f"{case.method} {url}")
 
     fuzz()
@@ -112,7 +112,7 @@ def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode):
     ),
 )
 @FUZZ
-def test_any_method_path_and_query_bytes_get_no_5xx(env, staff_client, method, segments, query):
+def test_any_method_path_and_query_bytes_get_no_5xx(env, staff, method, segments, query):
     path = "/".join(
         segment if segment.startswith("%") else quote(segment, safe="") for segment in segments
     )
@@ -121,4 +121,4 @@ def test_any_method_path_and_query_bytes_get_no_5xx(env, staff_client, method, s
         for name, value in query
     )
     url = MOUNT + path + (f"?{qs}" if qs else "")
-    check(staff_client.generic(method, url), f"{method} {url}")
+    check(staff.generic(method, url), f"{method} {url}")

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from tests.chaos.harness import Cluster
-from tests.chaos.servers import OwnedRedis
 from tests.e2e.conftest import ALLOWANCE, WRITE_GRACE, Spec
+from tests.support.redis_server import RedisServer
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
@@ -68,7 +68,7 @@ def test_a_second_sigterm_exits_at_once_and_the_jobs_come_back(cluster: Cluster)
         assert [e["type"] for e in record["errors"]] == ["LeaseExpired"]
 
 
-def test_sigterm_while_the_store_is_down(redis_cluster: Cluster, owned_redis: OwnedRedis) -> None:
+def test_sigterm_while_the_store_is_down(redis_cluster: Cluster, owned_redis: RedisServer) -> None:
     cluster = redis_cluster
     ids = long_jobs(cluster)
     (worker,) = cluster.start(1, DRAIN=str(DRAIN), CONCURRENCY="8")

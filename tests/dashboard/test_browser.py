@@ -20,6 +20,7 @@ from anole_jobs.api import jobs
 from tests.conftest import _flush_redis
 from tests.e2e.conftest import Worker, base_env, wait_until
 from tests.sampleapp.dashboard_jobs import Charge
+from tests.support.clients import STAFF_PASSWORD, STAFF_USERNAME, make_staff
 
 CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -99,7 +100,7 @@ def shot(page, folder: Path, name: str) -> None:
 def test_log_in_see_a_failed_job_retry_it_and_see_it_complete(
     live_server, shared_store, browser, django_user_model, screenshots
 ):
-    django_user_model.objects.create_user("ops", password="correct horse", is_staff=True)
+    make_staff()
     failed = jobs.enqueue(Charge(order_id=1042))
     for n in range(3):
         jobs.enqueue(Charge(order_id=2000 + n), delay=3600)  # waiting, for the queue page
@@ -108,8 +109,8 @@ def test_log_in_see_a_failed_job_retry_it_and_see_it_complete(
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(live_server.url + BASE)
     assert page.url.startswith(live_server.url + "/login/?next=")
-    page.get_by_label("Username").fill("ops")
-    page.get_by_label("Password").fill("correct horse")
+    page.get_by_label("Username").fill(STAFF_USERNAME)
+    page.get_by_label("Password").fill(STAFF_PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(live_server.url + BASE)
     assert page.get_by_role("heading", name="Queues").is_visible()
