@@ -1,5 +1,10 @@
-"""The dashboard in a real browser (R41): Playwright driving the system's Chromium against a
-live server, with a real `runjobs` process as the worker.
+"""The dashboard in a real browser: Playwright driving the system's Chromium against a live
+server, with a real `runjobs` process as the worker.
+
+The ``browser`` tier: `make test` leaves it out (``ANOLE_TEST_TIERS=all`` or ``pytest -m
+browser`` runs it), and it is skipped with the reason when Chromium (``ANOLE_TEST_CHROMIUM``,
+default /usr/bin/chromium) or Playwright is missing, unless ``ANOLE_TEST_REQUIRE`` names
+``chromium``.
 
 Log in, see the failed job on the queue and job pages, open it, retry it, and see it complete
 after the worker's next round. A screenshot of each page goes to docs/screenshots/ in CI
@@ -17,16 +22,15 @@ from pathlib import Path
 import pytest
 
 from anole_jobs.api import jobs
-from tests.conftest import _flush_redis
+from tests.conftest import CHROMIUM, _flush_redis, require
 from tests.e2e.conftest import Worker, base_env, wait_until
 from tests.sampleapp.dashboard_jobs import Charge
 from tests.support.clients import STAFF_PASSWORD, STAFF_USERNAME, make_staff
 
-CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 BASE = "/ops/jobs/dashboard/"
 
-pytestmark = [pytest.mark.e2e, pytest.mark.needs("redis")]
+pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.needs("redis", "chromium")]
 
 
 @pytest.fixture
@@ -34,9 +38,9 @@ def browser(monkeypatch):
     # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
     # synchronous code that Django would otherwise refuse next to it.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
+    require("chromium")
+    import playwright.sync_api as playwright_api
+
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
