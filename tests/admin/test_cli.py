@@ -1,6 +1,6 @@
-"""`manage.py jobs` (R37) on every store: ``--json`` prints exactly what the matching route
-answers, tables for people, and the exit codes (1 for an unknown id or name, 2 for bad
-arguments, never a traceback)."""
+"""`manage.py jobs`, the command-line admin, on every store: ``--json`` prints exactly what
+the matching route answers, tables for people, and the exit codes (1 for an unknown id or
+name, 2 for bad arguments, never a traceback)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The jobs table in the Django admin (R38): shown for the database stores only, read-only,
-filters and search, readable errors and JSON, and actions that go through the facade.
+"""The jobs table in the Django admin (docs/admin.md): shown for the database stores only,
+read-only, filters and search, readable errors and JSON, and actions that go through the facade.
 
 Runs on every store: on memory and Redis the page is hidden and refused.
 """

@@ -1,4 +1,4 @@
-"""The JSON routes (R31, SPEC §13, R36) on every store: a generated table of every route ×
+"""The JSON admin routes (docs/admin.md) on every store: a generated table of every route ×
 every method × every kind of asker, checked against the rules; then filters, paging, ids,
 errors, outages, CSRF and ASGI.
 

@@ -76,7 +76,7 @@ def test_sigterm_while_the_store_is_down(redis_cluster: Cluster, owned_redis: Re
     owned_redis.kill()
     cluster.drained.add(worker.pid)
     sent = worker.signal(signal.SIGTERM)
-    # It cannot give the jobs back, but it still exits in time (R28).
+    # It cannot give the jobs back, but it still exits within the drain window and its grace.
     assert worker.wait(timeout=EXIT_WITHIN + 10) == 0, worker.output()
     assert time.monotonic() - sent <= EXIT_WITHIN
     owned_redis.start()

@@ -1,5 +1,6 @@
-"""The dashboard's pages and actions through Django's test client (R41): permission, filters,
-keyset pages, a job's errors, and every POST action with its CSRF protection."""
+"""The dashboard's pages and actions through Django's test client (docs/dashboard.md):
+permission, filters, keyset pages, a job's errors, and every POST action with its CSRF
+protection."""
 
 from __future__ import annotations
 
