@@ -226,7 +226,9 @@ class Cluster:
         started = []
         for _ in range(count):
             extra = {f"ANOLE_E2E_{key}": value for key, value in env.items()}
-            armed = ",".join(filter(None, (kill_at, self.armed_all)))
+            # A process armed at a named point carries only that one: dying at a cron tick
+            # first would leave its point unvisited.
+            armed = kill_at or self.armed_all
             if armed:
                 extra["ANOLE_CHAOS_KILL_AT"] = armed
             if fast:
