@@ -75,5 +75,3 @@ class RedisServer:
             self.proc.kill()
         if self.proc is not None:
             self.proc.wait(timeout=15)
-
-    stop = kill
