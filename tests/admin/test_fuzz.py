@@ -24,7 +24,7 @@ from tests.admin.support import METHODS, MOUNT, configure_admin
 from tests.sampleapp.jobs import Work
 from tests.support.clients import staff_client
 
-pytestmark = pytest.mark.django_db(databases=["default"])
+pytestmark = [pytest.mark.fuzz, pytest.mark.django_db(databases=["default"])]
 
 SCHEMA = schemathesis.openapi.from_dict(document(server_url=MOUNT.rstrip("/")))
 OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]

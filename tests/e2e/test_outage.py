@@ -106,6 +106,9 @@ def redis_server() -> Iterator[RedisServer]:
     server.kill()
 
 
+# The two outages below last OUTAGE seconds each: they belong to the chaos tier (stores cut
+# off), which `make test` leaves out and CI runs.
+@pytest.mark.chaos
 @pytest.mark.needs("redis")
 def test_runjobs_rides_out_a_redis_outage(request, tmp_path, redis_server: RedisServer) -> None:
     backend_iter = _backend(request, "redis", tmp_path)
@@ -120,6 +123,7 @@ def test_runjobs_rides_out_a_redis_outage(request, tmp_path, redis_server: Redis
             next(backend_iter)
 
 
+@pytest.mark.chaos
 def test_runjobs_rides_out_a_postgres_outage(pg_backend: Backend) -> None:
     proxy = TcpProxy((django_settings.PG_HOST, int(django_settings.PG_PORT)))
     proxy.start()
