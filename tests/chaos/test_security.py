@@ -39,6 +39,7 @@ REVIEWED_IMPORTS = {
     ),
     "stores/redis/__init__.py": "the CACHES entry's BACKEND: a dotted path from settings",
     "tasks/compat.py": "django.tasks or its backport: module names from constants",
+    "reporting.py": "ERROR_REPORTER: a dotted path from settings",
 }
 
 
