@@ -167,7 +167,8 @@ if apps.is_installed("django.contrib.admin"):
 
         @property
         def media(self) -> forms.Media:
-            return super().media + forms.Media(css={"all": [LIST_STYLE]})
+            # Django renders a media entry with __html__ as it is (not as a <link>).
+            return super().media + forms.Media(css={"all": [LIST_STYLE]})  # type: ignore[list-item]
 
         # -- who may see and act ------------------------------------------------------------
         def _permitted(self, request: HttpRequest) -> bool:

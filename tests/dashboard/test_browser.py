@@ -1,4 +1,4 @@
-"""The dashboard in a real browser (R41): Playwright driving the system's Chromium against a
+"""The dashboard in a real browser, every page checked as a person uses it: Playwright driving the system's Chromium against a
 live server, with a real `runjobs` process as the worker.
 
 Log in, see the failed job on the queue and job pages, open it, retry it, and see it complete
