@@ -1,5 +1,5 @@
-"""The dashboard in a real browser, every page checked as a person uses it: Playwright driving the system's Chromium against a
-live server, with a real `runjobs` process as the worker.
+"""The dashboard in a real browser, used as a person uses it: Playwright driving the system's
+Chromium against a live server, with a real `runjobs` process as the worker.
 
 Log in, see the failed job on the queue and job pages, open it, retry it, and see it complete
 after the worker's next round. A screenshot of each page goes to docs/screenshots/ in CI
