@@ -22,6 +22,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     settings = conf.read_settings()
     messages.extend(_kind_queues(settings))
     messages.extend(_admin_permission(settings))
+    messages.extend(_error_reporter(settings))
     messages.extend(_store_extras(settings))
     messages.extend(_cron(settings))
     messages.extend(_metrics_dependency())
@@ -77,6 +78,21 @@ def _admin_permission(settings: conf.Settings) -> list[checks.CheckMessage]:
 
     problem = setting_problem(settings.admin_permission)
     return [] if problem is None else [checks.Error(problem, id="anole_jobs.E010")]
+
+
+def _error_reporter(settings: conf.Settings) -> list[checks.CheckMessage]:
+    """E015: ERROR_REPORTER must import, be a plain callable and have what it needs
+    (sentry-sdk for `anole_jobs.reporting.sentry`). Imports it; calls nothing."""
+    from anole_jobs.reporting import setting_problem
+
+    problem = setting_problem(settings.error_reporter)
+    if problem is None:
+        return []
+    return [
+        checks.Error(
+            problem, hint="see docs/observability.md#error-reporting", id="anole_jobs.E015"
+        )
+    ]
 
 
 def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:

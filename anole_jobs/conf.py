@@ -43,6 +43,7 @@ KNOWN_KEYS = (
     "ADMIN_PERMISSION",
     "STARTUP_TIMEOUT",
     "MAX_PAYLOAD_BYTES",
+    "ERROR_REPORTER",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout")
 METRICS_REGISTRIES = ("default", "private")
@@ -102,6 +103,9 @@ class Settings:
     startup_timeout: timedelta = timedelta(seconds=10)
     #: The largest JSON text of a job's args plus meta, in UTF-8 bytes, that enqueue accepts.
     max_payload_bytes: int = 1024 * 1024
+    #: Called once per failed attempt (docs/observability.md#error-reporting): a dotted path
+    #: or a callable(exception, context); resolved by the worker, checked by `manage.py check`.
+    error_reporter: str | Callable[..., object] | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,13 @@ class _Parser:
         if permission is not None and not isinstance(permission, str) and not callable(permission):
             self.error("E010", "ANOLE_JOBS['ADMIN_PERMISSION'] must be a dotted path or a callable")
         max_payload_bytes = self.positive_int(raw, "MAX_PAYLOAD_BYTES", 1024 * 1024)
+        reporter = raw.get("ERROR_REPORTER")
+        if reporter is not None and not isinstance(reporter, str) and not callable(reporter):
+            self.error(
+                "E015",
+                "ANOLE_JOBS['ERROR_REPORTER'] must be a dotted path or a callable, "
+                f"got {reporter!r}",
+            )
         if self.problems or store is None:
             return None
         return Settings(
@@ -207,6 +218,7 @@ class _Parser:
             admin_permission=permission,
             startup_timeout=startup_timeout,
             max_payload_bytes=max_payload_bytes,
+            error_reporter=reporter,
         )
 
     def choice(

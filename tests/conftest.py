@@ -1,16 +1,29 @@
-"""Shared fixtures: the store matrix and the fake clock.
+"""Shared fixtures: the store matrix and the fake clock; the services tests need; the tiers.
 
-Every contract test runs once per store: memory, SQLite (a file), PostgreSQL and Redis. A
-store whose server does not answer is skipped with the reason, unless `ANOLE_TEST_REQUIRE`
-names it (comma-separated: "postgres,redis"), in which case its tests fail instead.
+Services. Every contract test runs once per store: memory, SQLite (a file), PostgreSQL and
+Redis. A test marked ``needs("postgres")``, ``needs("redis")`` or ``needs("chromium")`` (the
+dashboard's browser test) is skipped with the reason when that service is absent, unless
+`ANOLE_TEST_REQUIRE` names it (comma-separated: "postgres,redis,chromium"), in which case the
+run fails instead.
+
+Tiers. The default run (`make test`) is the core suite. The slow tiers — ``chaos`` (real
+processes killed and stores cut off), ``fuzz`` (generated hostile requests to the admin
+surfaces) and ``browser`` (Chromium driving the dashboard) — are left out unless one of these
+asks for them:
+
+- ``ANOLE_TEST_TIERS=all`` (or a list: ``chaos,fuzz,browser``), as CI does;
+- a marker expression of your own, e.g. ``pytest -m chaos`` or ``pytest -m "not chaos"``;
+- naming their files or folders, e.g. ``pytest tests/chaos``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +35,16 @@ from anole_jobs.testing import FakeClock
 REQUIRED = {
     name.strip() for name in os.environ.get("ANOLE_TEST_REQUIRE", "").split(",") if name.strip()
 }
+SERVICES = ("postgres", "redis", "chromium")
+#: The browser the dashboard's browser test drives (Debian's package; no Playwright download).
+CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
+#: The slow tiers, each a marker, and what each holds.
+TIERS = {
+    "chaos": "real runjobs processes killed, stores cut off",
+    "fuzz": "generated hostile requests to the admin surfaces",
+    "browser": "Chromium driving the dashboard",
+}
+TIERS_ENV = "ANOLE_TEST_TIERS"
 _availability: dict[str, str | None] = {}
 
 
@@ -54,11 +77,30 @@ def _probe_redis() -> str | None:
     return None
 
 
+def _probe_chromium() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[dev]')"
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        found = shutil.which("chromium")
+        hint = f"; one is at {found}: set ANOLE_TEST_CHROMIUM" if found else ""
+        return f"{CHROMIUM} is missing (apt-get install chromium{hint})"
+    return None
+
+
+_PROBES = {"postgres": _probe_postgres, "redis": _probe_redis, "chromium": _probe_chromium}
+
+
 def unavailable(service: str) -> str | None:
-    """Why `service` ("postgres"/"redis") cannot be tested here, or None when it can."""
+    """Why `service` (postgres, redis, chromium) cannot be tested here, or None when it can."""
     if service not in _availability:
-        _availability[service] = _probe_postgres() if service == "postgres" else _probe_redis()
+        _availability[service] = _PROBES[service]()
     return _availability[service]
+
+
+def _skip_reason(service: str, reason: str) -> str:
+    return f"{service} tests skipped: {reason} (set ANOLE_TEST_REQUIRE={service} to fail)"
 
 
 def require(service: str) -> None:
@@ -68,7 +110,7 @@ def require(service: str) -> None:
         return
     if service in REQUIRED:
         pytest.fail(f"ANOLE_TEST_REQUIRE names {service}, but {reason}", pytrace=False)
-    pytest.skip(f"{service} tests skipped: {reason} (set ANOLE_TEST_REQUIRE={service} to fail)")
+    pytest.skip(_skip_reason(service, reason))
 
 
 def _needs(item: Any) -> set[str]:
@@ -76,12 +118,73 @@ def _needs(item: Any) -> set[str]:
 
 
 def pytest_configure(config: Any) -> None:
-    config.addinivalue_line("markers", "needs(*services): the test needs postgres and/or redis")
+    config.addinivalue_line(
+        "markers", "needs(*services): the test needs postgres, redis and/or chromium"
+    )
+    unknown = REQUIRED - set(SERVICES)
+    if unknown:
+        raise pytest.UsageError(
+            f"ANOLE_TEST_REQUIRE names {', '.join(sorted(unknown))}; "
+            f"it takes a comma-separated list of {', '.join(SERVICES)}"
+        )
+    tiers = _tiers_asked()
+    if tiers - {"all", *TIERS}:
+        raise pytest.UsageError(
+            f"{TIERS_ENV}={os.environ[TIERS_ENV]!r}: it takes 'all' or a comma-separated "
+            f"list of {', '.join(TIERS)}"
+        )
+
+
+def _tiers_asked() -> set[str]:
+    return {name.strip() for name in os.environ.get(TIERS_ENV, "").split(",") if name.strip()}
+
+
+def _named_paths(config: Any) -> list[Path]:
+    """The files and folders named on the command line, below the tests folder itself."""
+    base = Path(str(config.invocation_params.dir))
+    tests = Path(__file__).resolve().parent
+    named = []
+    for arg in config.args:
+        path = (base / arg.split("::")[0]).resolve()
+        if path != tests and path.is_relative_to(tests):
+            named.append(path)
+    return named
+
+
+def _tier_of(item: Any) -> str | None:
+    return next((tier for tier in TIERS if item.get_closest_marker(tier)), None)
+
+
+_left_out: dict[str, int] = {}
+
+
+def _leave_out_slow_tiers(config: Any, items: list[Any]) -> None:
+    """Deselect the slow tiers' tests unless the run asks for them (see the module docstring)."""
+    if config.option.markexpr:
+        return  # the user's own marker expression decides
+    asked = _tiers_asked()
+    if "all" in asked:
+        return
+    named = _named_paths(config)
+    kept, dropped = [], []
+    for item in items:
+        tier = _tier_of(item)
+        path = Path(str(item.path)).resolve()
+        if tier is None or tier in asked or any(path.is_relative_to(p) for p in named):
+            kept.append(item)
+        else:
+            dropped.append(item)
+            _left_out[tier] = _left_out.get(tier, 0) + 1
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    """Skip (or refuse to run) tests whose server is absent, before any database is set up:
-    pytest-django creates the test databases that the collected tests' markers name."""
+    """Leave out the slow tiers, then skip (or refuse to run) tests whose service is absent,
+    before any database is set up: pytest-django creates the test databases that the collected
+    tests' markers name."""
+    _leave_out_slow_tiers(config, items)
     needed = set().union(*(_needs(item) for item in items)) if items else set()
     for service in sorted(needed):
         reason = unavailable(service)
@@ -90,9 +193,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         if service in REQUIRED:
             pytest.exit(f"ANOLE_TEST_REQUIRE names {service}, but {reason}", returncode=3)
         _skipped_services.add(service)
-        skip = pytest.mark.skip(
-            reason=f"{service} tests skipped: {reason} (set ANOLE_TEST_REQUIRE={service} to fail)"
-        )
+        skip = pytest.mark.skip(reason=_skip_reason(service, reason))
         for item in items:
             if service in _needs(item):
                 # The closest django_db marker wins: one naming no database keeps pytest-django
@@ -103,13 +204,24 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
 
 def pytest_report_header(config: Any) -> list[str]:
     lines = []
-    for service in ("postgres", "redis"):
+    for service in SERVICES:
         reason = unavailable(service)
         lines.append(
             f"anole_jobs {service}: {'available' if reason is None else 'SKIPPED: ' + reason}"
         )
     if REQUIRED:
         lines.append(f"anole_jobs required services: {', '.join(sorted(REQUIRED))}")
+    asked = _tiers_asked()
+    if config.option.markexpr:
+        lines.append(f"anole_jobs tiers: as -m {config.option.markexpr!r} selects")
+    elif "all" in asked:
+        lines.append("anole_jobs tiers: all (core, " + ", ".join(TIERS) + ")")
+    else:
+        slow = ", ".join(f"{tier} ({TIERS[tier]})" for tier in TIERS if tier not in asked)
+        lines.append(
+            f"anole_jobs tiers: core{''.join(', ' + t for t in TIERS if t in asked)}; "
+            f"left out: {slow} (set {TIERS_ENV}=all to run them)"
+        )
     return lines
 
 
@@ -120,9 +232,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     missing = sorted(_skipped_services)
     if missing:
         terminalreporter.write_line(
-            f"anole_jobs: tests for {', '.join(missing)} were skipped (server not answering); "
+            f"anole_jobs: tests for {', '.join(missing)} were skipped (not available here); "
             "set ANOLE_TEST_REQUIRE to make that a failure",
             yellow=True,
+        )
+    if _left_out:
+        counts = ", ".join(f"{n} {tier}" for tier, n in sorted(_left_out.items()))
+        terminalreporter.write_line(
+            f"anole_jobs: slow tiers left out ({counts}); run them with "
+            f"{TIERS_ENV}=all make test, or e.g. pytest -m chaos",
         )
 
 

@@ -73,8 +73,8 @@ CACHES = {
     "jobs": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": REDIS_TEST_URL},
 }
 ANOLE_JOBS = {"STORE": "memory", "RUN": "manual"}
-# The django.tasks backend (R39); tests/sampleapp/tasks.py declares tasks on it. Django 5.2
-# runs it on the django-tasks backport, an app of its own.
+# The django.tasks backend (docs/tasks.md); tests/sampleapp/tasks.py declares tasks on it.
+# Django 5.2 runs it on the django-tasks backport, an app of its own.
 TASKS = {
     "default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": ["default", "mail"]},
 }

@@ -2,6 +2,7 @@
 
     span -> RUN_STARTED -> decode -> call (cancel, timeout) -> decide -> count drains
          -> (the caller writes, fenced) -> outcomes.record
+         -> (the caller, once the write is handed on) report a failed attempt
 
 `Executor.run` returns an `Attempt` (see `outcomes`): the `Finish` to write (None when nothing
 may be written) and the outcome to report. Writing is the caller's, so a worker pool can batch
@@ -19,11 +20,12 @@ import os
 import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import Any
 
 from django.db import transaction
 
-from anole_jobs import codec, events, tracing
+from anole_jobs import codec, events, reporting, tracing
 from anole_jobs.backoff import default_backoff
 from anole_jobs.clock import monotonic
 from anole_jobs.errors import Canceled, Discard, RetryIn, Snooze
@@ -106,6 +108,7 @@ class Executor:
         self.service = service
         self.manual = manual
         self.rand = rand
+        self.reporting = reporting.ErrorReporting(service.settings.error_reporter)
 
     def start_span(self, claimed: ClaimedJob) -> tracing.RunSpan:
         record = claimed.record
@@ -172,7 +175,14 @@ class Executor:
             return self._after_complete_in(claimed, control, error, seconds, span)
         outcome, finish = self.decide(claimed, job, handler, error, scope)
         self._count_drains(claimed, control, outcome, finish)
-        return Attempt(claimed=claimed, outcome=outcome, finish=finish, seconds=seconds, span=span)
+        return Attempt(
+            claimed=claimed,
+            outcome=outcome,
+            finish=finish,
+            seconds=seconds,
+            span=span,
+            raised=error,
+        )
 
     # -- call --------------------------------------------------------------------------------
     def _call(self, handler: HandlerSpec, job: Job, scope: CancelScope) -> None:
@@ -288,6 +298,43 @@ class Executor:
             run=run, state="retrying", at=now, scheduled_at=now + delay, error=entry
         )
 
+    # -- report ------------------------------------------------------------------------------
+    def report(self, attempt: Attempt) -> None:
+        """Tell ``ERROR_REPORTER`` about a failed attempt (docs/observability.md#error-reporting).
+
+        The caller calls it once the attempt is handed to its write, in the thread that ran
+        the handler: a slow reporter holds that slot a little longer, never the fenced write.
+        Counted as failed: every attempt that ends `retried` or `dead`, except a retry the
+        handler asked for itself (`job.retry_in`) while attempts remain."""
+        if attempt.outcome not in ("retried", "dead") or not self.reporting.enabled:
+            return
+        error, entry, finish = attempt.raised, attempt.error, attempt.finish
+        if error is None or entry is None or finish is None:
+            return
+        if isinstance(error, RetryIn) and attempt.outcome == "retried":
+            return
+        # From the handler's frame down: the runtime's own frames hold the job's arguments.
+        frames = _from_handler(error.__traceback__)
+        if isinstance(error, Canceled):
+            if entry.type != "Timeout":
+                return  # cancelled or lost while it ran: not a failure of the handler
+            error = reporting.TimedOut(entry.message)
+        error = error.with_traceback(frames)
+        record = attempt.claimed.record
+        context = reporting.FailureContext(
+            job_id=record.id,
+            kind=record.kind,
+            queue=record.queue,
+            attempt=attempt.claimed.run.attempt,
+            max_attempts=record.max_attempts,
+            args_bytes=reporting.args_bytes(record.args),
+            trace_id=attempt.span.trace_id,
+            outcome=attempt.outcome,
+            error_type=entry.type,
+            next_run_at=finish.scheduled_at if attempt.outcome == "retried" else None,
+        )
+        self.reporting.report(error, context)
+
     def backoff(self, handler: HandlerSpec, attempt: int) -> timedelta:
         custom = handler.kind.backoff
         if custom is not None:
@@ -356,6 +403,16 @@ def _type_name(error: BaseException) -> str:
 
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+_ASYNCIO_DIR = os.path.dirname(os.path.abspath(asyncio.__file__))
+
+
+def _from_handler(tb: TracebackType | None) -> TracebackType | None:
+    """`tb` less its leading frames of the runtime (and of asyncio, for an async handler)."""
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(
+        (_RUNTIME_DIR, _ASYNCIO_DIR)
+    ):
+        tb = tb.tb_next
+    return tb
 
 
 def _short_traceback(error: BaseException) -> str:

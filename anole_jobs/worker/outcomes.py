@@ -48,6 +48,8 @@ class Attempt:
     span: RunSpan = field(default_factory=RunSpan)
     #: Set when `job.complete_in` committed the completion inside the handler's transaction.
     completed_in_transaction: bool = False
+    #: What the handler raised (for the error reporter), None when it returned.
+    raised: BaseException | None = None
 
     @property
     def error(self) -> ErrorEntry | None:

@@ -226,7 +226,8 @@ class QueueWorker:
             try:
                 run.span = self.executor.start_span(run.claimed)
                 attempt = self.executor.run(run.claimed, run.scope, run.span)
-                run.finish_by_handler(lambda: self.completer.submit(attempt))  # noqa: B023
+                if run.finish_by_handler(lambda: self.completer.submit(attempt)):  # noqa: B023
+                    self.executor.report(attempt)  # after the hand-off: never delays the write
             except BaseException:  # noqa: BLE001 - a bug here must not kill the slot
                 # (the executor already turns whatever a handler raises into its attempt)
                 logger.exception(

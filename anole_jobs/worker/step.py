@@ -93,6 +93,8 @@ class Stepper:
                         outcome=outcome,
                     )
                 )
+            for attempt in attempts:  # once written: a slow reporter never delays the write
+                self.executor.report(attempt)
         return StepReport(
             runs=runs,
             staged=staged,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,8 @@ from django.test import Client
 
 from anole_jobs.errors import StoreUnavailable
 from tests.admin.support import CRON_ENTRY, MOUNT
+from tests.support.clients import logged_in
+from tests.support.network import free_port
 
 DASHBOARD = MOUNT + "dashboard/"
 ADMIN = "/admin/"
@@ -99,10 +100,9 @@ def configure(env: Any, asker: Asker | None = None, *, slashed_queue: bool = Fal
 def client_for(asker: Asker, users: dict[str, Any]) -> Client:
     """A client that answers as a browser sees it: an exception in a view is a 500 response,
     not an exception in the test."""
-    client = Client(raise_request_exception=False)
-    if asker.user is not None:
-        client.force_login(users[asker.user])
-    return client
+    if asker.user is None:
+        return Client(raise_request_exception=False)
+    return logged_in(users[asker.user], raise_request_exception=False)
 
 
 # -- the checks every answer passes -----------------------------------------------------------
@@ -209,9 +209,7 @@ def schema_problems(document: dict[str, Any], operation: JsonOperation, response
 
 def closed_port() -> int:
     """A port nothing listens on (bound and released: connections to it are refused)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_port()
 
 
 STORE_METHODS = (

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.test import Client
+
+# Re-exported: the admin tests' conftest and older tests import it from here.
+from tests.support.clients import make_users as make_users
 
 MOUNT = "/ops/jobs/"
 TOKEN_HEADER = "X-Ops-Token"
@@ -44,14 +46,6 @@ PRINCIPALS = (
     Principal("token", True, None, True, True, None),
     Principal("staff-without-token", True, "staff", False, False, 403),
 )
-
-
-def make_users() -> dict[str, Any]:
-    users = get_user_model().objects
-    return {
-        "staff": users.create_user("ops", is_staff=True),
-        "plain": users.create_user("someone"),
-    }
 
 
 def client_for(principal: Principal, users: dict[str, Any], **client_options: Any) -> Client:

@@ -1,6 +1,6 @@
-"""`manage.py jobs` on every store: ``--json`` prints exactly what the matching route
-answers, tables for people, and the exit codes (1 for an unknown id or name, 2 for bad
-arguments, never a traceback)."""
+"""`manage.py jobs`, the command-line admin, on every store: ``--json`` prints exactly what
+the matching route answers, tables for people, and the exit codes (1 for an unknown id or
+name, 2 for bad arguments, never a traceback)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from django.test import Client
 
 from tests.admin.support import MOUNT, configure_admin
 from tests.sampleapp.jobs import Work
+from tests.support.clients import staff_client
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,9 +37,7 @@ def cli_json(*args: str) -> list[object]:
 @pytest.fixture
 def staff(env, users) -> Client:
     configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
+    return staff_client(users["staff"])
 
 
 def test_json_output_equals_the_routes_answer(env, staff):

@@ -1,5 +1,5 @@
-"""The jobs table in the Django admin: shown for the database stores only, read-only,
-filters and search, readable errors and JSON, and actions that go through the facade.
+"""The jobs table in the Django admin (docs/admin.md): shown for the database stores only,
+read-only, filters and search, readable errors and JSON, and actions that go through the facade.
 
 Runs on every store: on memory and Redis the page is hidden and refused.
 """
@@ -19,6 +19,7 @@ from django.test import Client
 from anole_jobs.stores.base import Finish
 from tests.admin.support import configure_admin
 from tests.sampleapp.jobs import Work
+from tests.support.clients import logged_in, staff_client
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 
@@ -29,9 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def admin_client(env, users) -> Client:
     configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
+    return staff_client(users["staff"])
 
 
 def sql_only(env):
@@ -133,11 +132,10 @@ def test_the_actions_go_through_the_facade_and_say_how_many_changed(env, admin_c
 def test_a_user_without_permission_sees_nothing(env, users):
     sql_only(env)
     configure_admin(env)
-    client = Client()
     users["plain"].is_staff = True  # staff, but ADMIN_PERMISSION says no and no model perms
     users["plain"].save()
     env.configure(ADMIN_PERMISSION="tests.admin.support.token_permission")
-    client.force_login(users["plain"])
+    client = logged_in(users["plain"])
     assert client.get(CHANGELIST).status_code == 403
 
 

@@ -31,8 +31,9 @@ from tests.admin.nofivexx_support import (
 )
 from tests.admin.support import METHODS, MOUNT, configure_admin
 from tests.sampleapp.jobs import Work
+from tests.support.clients import staff_client
 
-pytestmark = pytest.mark.django_db(databases=["default"])
+pytestmark = [pytest.mark.fuzz, pytest.mark.django_db(databases=["default"])]
 
 DOCUMENT = document(server_url=MOUNT.rstrip("/"))
 SCHEMA = schemathesis.openapi.from_dict(DOCUMENT)
@@ -79,11 +80,10 @@ def check(
 
 
 @pytest.fixture
-def staff_client(env, users, client):
+def staff(env, users):
     configure_admin(env)
     env.jobs.enqueue_many([Work(tag=str(i)) for i in range(5)])
-    client.force_login(users["staff"])
-    return client
+    return staff_client(users["staff"])
 
 
 def breakable(operation: Any) -> bool:
@@ -106,7 +106,7 @@ CASES = [
 
 @OUTAGES
 @pytest.mark.parametrize(("operation", "mode"), CASES)
-def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode, down):
+def test_no_generated_request_gets_a_5xx(env, staff, operation, mode, down):
     documented = DOCUMENTED[(operation.path, operation.method.upper())]
 
     @FUZZ
@@ -114,7 +114,7 @@ def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode, dow
     def fuzz(case: Any) -> None:
         query = urlencode(case.query or {}, doseq=True)
         url = MOUNT.rstrip("/") + case.formatted_path + (f"?{query}" if query else "")
-        response = staff_client.generic(case.method, url)
+        response = staff.generic(case.method, url)
         check(response, f"{case.method} {url}", down=down, operation=documented)
 
     if down:
@@ -138,7 +138,7 @@ def test_no_generated_request_gets_a_5xx(env, staff_client, operation, mode, dow
     ),
 )
 @FUZZ
-def test_any_method_path_and_query_bytes_get_no_5xx(env, staff_client, method, segments, query):
+def test_any_method_path_and_query_bytes_get_no_5xx(env, staff, method, segments, query):
     """With the store up; the store-down twin of this test is in test_no_server_errors."""
     path = "/".join(
         segment if segment.startswith("%") else quote(segment, safe="") for segment in segments
@@ -148,4 +148,4 @@ def test_any_method_path_and_query_bytes_get_no_5xx(env, staff_client, method, s
         for name, value in query
     )
     url = MOUNT + path + (f"?{qs}" if qs else "")
-    check(staff_client.generic(method, url), f"{method} {url}")
+    check(staff.generic(method, url), f"{method} {url}")

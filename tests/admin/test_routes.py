@@ -1,4 +1,4 @@
-"""The JSON routes (docs/admin.md) on every store: a generated table of every route ×
+"""The JSON admin routes (docs/admin.md) on every store: a generated table of every route ×
 every method × every kind of asker, checked against the rules; then filters, paging, ids,
 errors, outages, CSRF and ASGI.
 
@@ -30,6 +30,7 @@ from tests.admin.support import (
     configure_admin,
 )
 from tests.sampleapp.jobs import Work
+from tests.support.clients import staff_client
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 
@@ -110,9 +111,7 @@ def test_every_route_method_and_asker(env, users, principal):
 @pytest.fixture
 def staff(env, users) -> Client:
     configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
+    return staff_client(users["staff"])
 
 
 def test_a_job_answers_every_record_field_with_utc_iso_times(env, staff):
@@ -304,8 +303,7 @@ def test_a_store_outage_answers_503_with_retry_after(env, staff, monkeypatch, er
 
 def test_csrf_is_enforced_on_post_and_delete_for_session_users(env, users):
     configure_admin(env)
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(users["staff"])
+    client = staff_client(users["staff"], enforce_csrf_checks=True)
     job = env.jobs.enqueue(Work())
     assert client.get(f"{MOUNT}jobs/{job.id}").status_code == 200  # reads need no token
     for method, url in (

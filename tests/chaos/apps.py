@@ -3,12 +3,14 @@ scenario starts): it records the runtime's events in the process's run log and a
 points named by ``ANOLE_CHAOS_KILL_AT``.
 
 ``ANOLE_CHAOS_KILL_AT=point:N`` makes the process ``os._exit(137)`` (as abrupt as kill -9: no
-drain, no write, no atexit) the N-th time it passes `point`:
+drain, no write, no atexit) the N-th time it passes `point`; several points, comma-separated,
+arm each (the first one reached kills the process):
 
     after_claim    a claim returned jobs, before any of them started
     before_finish  an outcome write is about to go to the store (it never arrives)
     after_finish   an outcome write was accepted, before the worker hears of it
-    cron_tick      the leader recorded a cron tick
+    cron_tick      the leader recorded a cron tick and inserted its job (``ANOLE_CHAOS_CRON``
+                   adds a cron entry that ticks every minute; see `tests.chaos.settings`)
     in_handler     a `chaos.task` handler started (the job's own code kills the process)
 """
 
@@ -27,23 +29,26 @@ KILL_POINTS = ("after_claim", "before_finish", "after_finish", "cron_tick", "in_
 
 
 class KillSwitch:
-    """Counts passes through one named point and exits the process at the armed one."""
+    """Counts passes through the named points and exits the process at an armed pass."""
 
     def __init__(self, spec: str) -> None:
-        point, _, count = spec.partition(":")
-        if point not in KILL_POINTS:
-            raise ValueError(f"ANOLE_CHAOS_KILL_AT: unknown point {point!r}; one of {KILL_POINTS}")
-        self.point = point
-        self.at = int(count or "1")
-        self._seen = 0
+        self.at: dict[str, int] = {}
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            point, _, count = part.partition(":")
+            if point not in KILL_POINTS:
+                raise ValueError(
+                    f"ANOLE_CHAOS_KILL_AT: unknown point {point!r}; one of {KILL_POINTS}"
+                )
+            self.at[point] = int(count or "1")
+        self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def passing(self, point: str) -> None:
-        if point != self.point:
+        if point not in self.at:
             return
         with self._lock:
-            self._seen += 1
-            fire = self._seen == self.at
+            self._seen[point] = self._seen.get(point, 0) + 1
+            fire = self._seen[point] == self.at[point]
         if fire:
             runlog.write("kill", point=point)
             os._exit(137)

@@ -6,7 +6,6 @@ one with the end-to-end tests of the same session.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,10 @@ from typing import Any
 import pytest
 
 from tests.chaos.harness import Cluster
-from tests.chaos.servers import OwnedRedis
 from tests.conftest import require
 from tests.e2e import conftest as e2e
 from tests.e2e.conftest import RUN_ID, store_reader
+from tests.support.redis_server import RedisServer, require_redis_server
 
 # The end-to-end fixtures, shared by name (a `pg_database` of our own is below).
 backend = e2e.backend
@@ -39,20 +38,18 @@ def cluster(backend: Any) -> Cluster:
 
 
 @pytest.fixture
-def owned_redis(tmp_path: Path) -> Iterator[OwnedRedis]:
+def owned_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A `redis-server` of the test's own with an append-only file (`appendfsync always`)."""
     require("redis")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not on PATH")
-    server = OwnedRedis(tmp_path / "redis-data")
-    server.directory.mkdir()
+    require_redis_server()
+    server = RedisServer(tmp_path / "redis-data")
     server.start()
     yield server
-    if server.proc is not None and server.proc.poll() is None:
-        server.kill()
+    server.kill()
 
 
 @pytest.fixture
-def redis_cluster(request: Any, owned_redis: OwnedRedis, tmp_path: Path) -> Iterator[Cluster]:
+def redis_cluster(request: Any, owned_redis: RedisServer, tmp_path: Path) -> Iterator[Cluster]:
     import redis
 
     from anole_jobs.stores.redis.store import RedisStore

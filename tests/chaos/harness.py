@@ -40,6 +40,13 @@ def scale(short: int, long: int) -> int:
     return long if LONG else short
 
 
+def sized(name: str, short: int, long: int) -> int:
+    """`scale`, unless ``ANOLE_CHAOS_<NAME>`` sets the figure (``python -m tests.chaos --jobs``
+    and ``--kills`` do, to fit a long run into a time box)."""
+    value = os.environ.get(f"ANOLE_CHAOS_{name.upper()}")
+    return int(value) if value else scale(short, long)
+
+
 @dataclass
 class Report:
     """What a reconciliation found; `problems` must be empty."""
@@ -201,6 +208,14 @@ class Cluster:
         self.deleted: set[int] = set()
         self.enqueued: list[int] = []
         self.restarts = 0
+        #: Kill points every process is armed with (`tests.chaos.apps`), besides its own.
+        self.armed_all = ""
+
+    def with_cron(self, *, kill_after_tick: bool) -> None:
+        """Run the chaos cron entry (a tick a minute); with `kill_after_tick`, every process
+        kills itself the first time it records a tick as the leader."""
+        self.env["ANOLE_CHAOS_CRON"] = "1"
+        self.armed_all = "cron_tick:1" if kill_after_tick else ""
 
     # -- processes ---------------------------------------------------------------------------
     def start(
@@ -211,8 +226,11 @@ class Cluster:
         started = []
         for _ in range(count):
             extra = {f"ANOLE_E2E_{key}": value for key, value in env.items()}
-            if kill_at:
-                extra["ANOLE_CHAOS_KILL_AT"] = kill_at
+            # A process armed at a named point carries only that one: dying at a cron tick
+            # first would leave its point unvisited.
+            armed = kill_at or self.armed_all
+            if armed:
+                extra["ANOLE_CHAOS_KILL_AT"] = armed
             if fast:
                 extra["ANOLE_CHAOS_FAST"] = "1"
             worker = Worker(

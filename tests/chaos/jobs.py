@@ -3,7 +3,8 @@
 `chaos.task` logs its start and its end in the run log (`runlog`), and in between does what
 `mode` says: "ok" waits `seconds` through `job.sleep` (a wait drain can cancel), "busy" waits
 without a cancellable wait, and "fail" raises on the attempts up to `fail_attempts`.
-`chaos.suicide` kills its own process every time.
+`chaos.suicide` kills its own process every time. `chaos.tick` is the cron entry's job: it logs
+the tick it was enqueued for.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ def chaos_task(job: Job, args: ChaosTask) -> None:
         else:
             job.sleep(args.seconds)
     runlog.write("end", id=job.id, attempt=job.attempt, raised=False)
+
+
+@kind("chaos.tick", attempts=5, backoff=lambda attempt: timedelta(seconds=1))
+@dataclass
+class ChaosTick:
+    """The job of the chaos cron entry (`tests.chaos.settings`)."""
+
+
+@jobs.handler(ChaosTick)
+def chaos_tick(job: Job, args: ChaosTick) -> None:
+    cron = job.meta.get("cron") or {}
+    runlog.write("tick", id=job.id, attempt=job.attempt, tick=cron.get("tick"))
 
 
 @kind("chaos.suicide", attempts=2)

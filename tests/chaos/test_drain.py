@@ -12,8 +12,8 @@ import time
 import pytest
 
 from tests.chaos.harness import Cluster
-from tests.chaos.servers import OwnedRedis
 from tests.e2e.conftest import ALLOWANCE, WRITE_GRACE, Spec
+from tests.support.redis_server import RedisServer
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
@@ -70,7 +70,7 @@ def test_a_second_sigterm_gives_the_jobs_back_and_exits_at_once(cluster: Cluster
         assert (record["attempt"], record["errors"]) == (1, [])
 
 
-def test_sigterm_while_the_store_is_down(redis_cluster: Cluster, owned_redis: OwnedRedis) -> None:
+def test_sigterm_while_the_store_is_down(redis_cluster: Cluster, owned_redis: RedisServer) -> None:
     cluster = redis_cluster
     ids = long_jobs(cluster)
     (worker,) = cluster.start(1, DRAIN=str(DRAIN), CONCURRENCY="8")
@@ -78,7 +78,7 @@ def test_sigterm_while_the_store_is_down(redis_cluster: Cluster, owned_redis: Ow
     owned_redis.kill()
     cluster.drained.add(worker.pid)
     sent = worker.signal(signal.SIGTERM)
-    # It cannot give the jobs back, but it still exits within the bound.
+    # It cannot give the jobs back, but it still exits within the drain window and its grace.
     assert worker.wait(timeout=EXIT_WITHIN + 10) == 0, worker.output()
     assert time.monotonic() - sent <= EXIT_WITHIN
     owned_redis.start()

@@ -75,7 +75,7 @@ def test_malformed_rows_never_crash_or_stall_a_worker(cluster: Cluster, tmp_path
     assert worker.proc.poll() is None, worker.output()
     for job_id in (not_json, wrong_type, not_object):
         assert records[job_id]["state"] == "dead", records[job_id]
-    # A kind no handler is registered for waits (R8) and nothing is imported from it.
+    # A kind no handler is registered for waits for a handler, and nothing is imported from it.
     assert records[system]["state"] == "available", records[system]
     assert records[system]["attempt"] == 0
     assert not pwned.exists()

@@ -44,6 +44,7 @@ from tests.contract.redis_support import (
     delete_keys,
     new_job,
 )
+from tests.support.redis_server import RedisServer, require_redis_server
 
 pytestmark = pytest.mark.needs("redis")
 
@@ -247,9 +248,27 @@ def test_index_entries_of_vanished_job_hashes_are_dropped_not_fatal(store: Redis
 # -- scripts and connections -----------------------------------------------------------------
 
 
+@pytest.fixture
+def owned_store(settings: Any, prefix: str) -> Iterator[RedisStore]:
+    """A store on a `redis-server` of the test's own: for what must not be done to the shared
+    server (SCRIPT FLUSH drops every client's scripts, not just this store's)."""
+    require_redis_server()
+    server = RedisServer()
+    server.start()
+    settings.CACHES = {
+        **settings.CACHES,
+        "owned": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": server.url},
+    }
+    store = open_redis_store("owned", parse({"STORE": {"redis": "owned"}, "KEY_PREFIX": prefix}))
+    yield store
+    store.close()
+    server.kill()
+
+
 def test_script_flush_at_run_time_is_survived(
-    store: RedisStore, monkeypatch: pytest.MonkeyPatch
+    owned_store: RedisStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    store = owned_store
     first = store.insert([new_job()])[0]
     store.client.script_flush()
     calls = count_commands(store, monkeypatch)

@@ -18,12 +18,7 @@ from redis.retry import Retry  # noqa: E402
 from anole_jobs.errors import StoreUnavailable  # noqa: E402
 from anole_jobs.stores.redis.store import RedisStore  # noqa: E402
 from tests.contract.redis_support import new_job  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.support.network import free_port  # noqa: E402
 
 
 def store_at(port: int, **options: Any) -> RedisStore:

@@ -1,5 +1,10 @@
-"""The dashboard in a real browser, used as a person uses it: Playwright driving the system's
-Chromium against a live server, with a real `runjobs` process as the worker.
+"""The dashboard in a real browser: Playwright driving the system's Chromium against a live
+server, with a real `runjobs` process as the worker.
+
+The ``browser`` tier: `make test` leaves it out (``ANOLE_TEST_TIERS=all`` or ``pytest -m
+browser`` runs it), and it is skipped with the reason when Chromium (``ANOLE_TEST_CHROMIUM``,
+default /usr/bin/chromium) or Playwright is missing, unless ``ANOLE_TEST_REQUIRE`` names
+``chromium``.
 
 Log in, see the failed job on the queue and job pages, open it, retry it, and see it complete
 after the worker's next round. A screenshot of each page goes to docs/screenshots/ in CI
@@ -17,15 +22,15 @@ from pathlib import Path
 import pytest
 
 from anole_jobs.api import jobs
-from tests.conftest import _flush_redis
+from tests.conftest import CHROMIUM, _flush_redis, require
 from tests.e2e.conftest import Worker, base_env, wait_until
 from tests.sampleapp.dashboard_jobs import Charge
+from tests.support.clients import STAFF_PASSWORD, STAFF_USERNAME, make_staff
 
-CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 BASE = "/ops/jobs/dashboard/"
 
-pytestmark = [pytest.mark.e2e, pytest.mark.needs("redis")]
+pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.needs("redis", "chromium")]
 
 
 @pytest.fixture
@@ -33,9 +38,9 @@ def browser(monkeypatch):
     # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
     # synchronous code that Django would otherwise refuse next to it.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
+    require("chromium")
+    import playwright.sync_api as playwright_api
+
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
@@ -99,7 +104,7 @@ def shot(page, folder: Path, name: str) -> None:
 def test_log_in_see_a_failed_job_retry_it_and_see_it_complete(
     live_server, shared_store, browser, django_user_model, screenshots
 ):
-    django_user_model.objects.create_user("ops", password="correct horse", is_staff=True)
+    make_staff()
     failed = jobs.enqueue(Charge(order_id=1042))
     for n in range(3):
         jobs.enqueue(Charge(order_id=2000 + n), delay=3600)  # waiting, for the queue page
@@ -108,8 +113,8 @@ def test_log_in_see_a_failed_job_retry_it_and_see_it_complete(
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(live_server.url + BASE)
     assert page.url.startswith(live_server.url + "/login/?next=")
-    page.get_by_label("Username").fill("ops")
-    page.get_by_label("Password").fill("correct horse")
+    page.get_by_label("Username").fill(STAFF_USERNAME)
+    page.get_by_label("Password").fill(STAFF_PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(live_server.url + BASE)
     assert page.get_by_role("heading", name="Queues").is_visible()

@@ -8,8 +8,8 @@ database store on the test database, moved by hand with `jobs.step()` under a fa
 - With scripts off, the pages are plain pages.
 - The admin's job list fits 1,280 px, and a dead job's row is one line of error.
 
-Skipped, with the reason, when Chromium or Playwright is missing (``apt-get install
-chromium``; Playwright comes with the dev extras).
+The ``browser`` tier, as tests/dashboard/test_browser.py: skipped with the reason when Chromium
+or Playwright is missing, unless ``ANOLE_TEST_REQUIRE`` names ``chromium``.
 """
 
 from __future__ import annotations
@@ -22,18 +22,22 @@ from django.contrib import admin as admin_module
 
 from anole_jobs.dashboard import views
 from anole_jobs.testing import drain
-from tests.conftest import REQUIRED
+from tests.conftest import CHROMIUM, require
 from tests.sampleapp import jobs as sample_jobs
 from tests.sampleapp import tasks
 from tests.sampleapp.jobs import Work
 
-CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 BOARD = "/ops/jobs/dashboard/"
 CHANGELIST = "/admin/anole_jobs/job/"
 #: How long a page may take to show what the test waits for (a condition wait, not a sleep).
 WAIT_MS = 15_000
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(databases=["default"], transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.e2e,
+    pytest.mark.needs("chromium"),
+    pytest.mark.django_db(databases=["default"], transaction=True),
+]
 
 
 @pytest.fixture
@@ -41,12 +45,9 @@ def browser(monkeypatch):
     # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
     # synchronous code that Django would otherwise refuse next to it.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    if not Path(CHROMIUM).exists():
-        reason = f"{CHROMIUM} is missing: apt-get install chromium to run the browser tests"
-        if "chromium" in REQUIRED:
-            pytest.fail(f"ANOLE_TEST_REQUIRE names chromium, but {reason}", pytrace=False)
-        pytest.skip(f"{reason} (set ANOLE_TEST_REQUIRE=chromium to fail)")
-    playwright_api = pytest.importorskip("playwright.sync_api")
+    require("chromium")
+    import playwright.sync_api as playwright_api
+
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:

@@ -1,24 +1,22 @@
-"""The dashboard's pages and actions through Django's test client: permission, filters,
-keyset pages, a job's errors, and every POST action with its CSRF protection."""
+"""The dashboard's pages and actions through Django's test client (docs/dashboard.md):
+permission, filters, keyset pages, a job's errors, and every POST action with its CSRF
+protection."""
 
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from anole_jobs.testing import drain
 from tests.sampleapp.jobs import Prioritized, Work
+from tests.support.clients import logged_in, make_staff, staff_client
 
 BASE = "/ops/jobs/dashboard/"
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def staff(django_user_model):
-    user = django_user_model.objects.create_user("ops", password="pw", is_staff=True)
-    client = Client()
-    client.force_login(user)
-    return client
+def staff(db):
+    return staff_client()
 
 
 @pytest.fixture
@@ -36,9 +34,7 @@ def test_anonymous_visitors_go_to_the_login_page(dashboard_jobs, client):
 
 
 def test_a_user_without_permission_gets_403(dashboard_jobs, django_user_model):
-    user = django_user_model.objects.create_user("plain", password="pw")
-    client = Client()
-    client.force_login(user)
+    client = logged_in(django_user_model.objects.create_user("plain"))
     assert client.get(BASE).status_code == 403
     assert client.post(BASE + "queues/default/pause").status_code == 403
     assert not any(queue.paused for queue in dashboard_jobs.queues())
@@ -133,9 +129,7 @@ def test_actions_are_post_forms_that_act_and_redirect(dashboard_jobs, staff):
 
 
 def test_posts_need_the_csrf_token(dashboard_jobs, django_user_model):
-    user = django_user_model.objects.create_user("ops2", password="pw", is_staff=True)
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
+    client = staff_client(make_staff("ops2"), enforce_csrf_checks=True)
     assert client.post(BASE + "queues/default/pause").status_code == 403
     page = client.get(BASE).content.decode()
     token = page.split('name="csrfmiddlewaretoken" value="')[1].split('"')[0]
