@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
@@ -43,12 +44,31 @@ def shorten(text: str, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def first_line(text: object) -> str:
+    """The first line of `text` that holds something (a message may be a whole traceback)."""
+    for line in str(text).splitlines():
+        if line.strip():
+            return " ".join(line.split())
+    return ""
+
+
+def error_summary(error: Mapping[str, Any], width: int = 48) -> tuple[str, str]:
+    """An error entry as one short line, ``ValueError: failed on attempt 3``, and the whole
+    first line of it (for the cell's tooltip)."""
+    kind = str(error.get("type", "") or "error")
+    line = first_line(error.get("message", ""))
+    whole = f"{kind}: {line}" if line else kind
+    return shorten(whole, width), whole
+
+
 if apps.is_installed("django.contrib.admin"):
+    from django import forms
     from django.contrib import admin, messages
     from django.http import HttpResponse
     from django.utils.html import format_html, format_html_join
 
     from anole_jobs.operations import actions as job_actions
+    from anole_jobs.operations.display import display_kind
     from anole_jobs.operations.ids import job_id_or_none
     from anole_jobs.operations.permissions import permitted
     from anole_jobs.operations.problems import (
@@ -97,21 +117,33 @@ if apps.is_installed("django.contrib.admin"):
 
         return answering
 
+    class ListStyle:
+        """The job list's few rules, as an inline ``<style>`` in the page's media: the table
+        fits beside the admin's side bars at 1,280 px (kinds and times wrap where they may,
+        the error cell holds at most two lines), so no row is a traceback tall."""
+
+        CSS = (
+            "#result_list td.field-kind_shown{overflow-wrap:anywhere;min-width:6rem}"
+            "#result_list td.field-queue{white-space:nowrap}"
+            "#result_list td.field-when{min-width:5.5rem}"
+            "#result_list td.field-last_error{min-width:8rem;max-width:16rem}"
+            "#result_list td.field-last_error span{display:-webkit-box;-webkit-box-orient:"
+            "vertical;-webkit-line-clamp:2;line-clamp:2;overflow:hidden;overflow-wrap:anywhere}"
+        )
+
+        def __html__(self) -> str:
+            return f"<style>{self.CSS}</style>"
+
+    LIST_STYLE = ListStyle()
+
     def _pretty(value: Any) -> str:
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
     @admin.register(Job)
     class JobAdmin(admin.ModelAdmin):
-        list_display = (
-            "id",
-            "kind",
-            "queue",
-            "state",
-            "attempts",
-            "scheduled_at",
-            "finished_at",
-            "last_error",
-        )
+        # Six narrow columns, so the table fits beside the admin's side bars at 1,280 px: a
+        # job's state with its attempts, one time (finished, else due), one line of error.
+        list_display = ("id", "kind_shown", "queue", "state_shown", "when", "last_error")
         list_filter = ("state", "queue", "kind")
         search_fields = ("kind",)
         search_help_text = "A job id, or part of a kind"
@@ -132,6 +164,11 @@ if apps.is_installed("django.contrib.admin"):
         readonly_fields = tuple(
             name for row in fields for name in ((row,) if isinstance(row, str) else row)
         )
+
+        @property
+        def media(self) -> forms.Media:
+            # Django renders a media entry with __html__ as it is (not as a <link>).
+            return super().media + forms.Media(css={"all": [LIST_STYLE]})  # type: ignore[list-item]
 
         # -- who may see and act ------------------------------------------------------------
         def _permitted(self, request: HttpRequest) -> bool:
@@ -212,16 +249,29 @@ if apps.is_installed("django.contrib.admin"):
             return shown(lambda: parent(request, object_id, extra_context))
 
         # -- columns and fields ---------------------------------------------------------------
-        @admin.display(description="attempts")
-        def attempts(self, job: Job) -> str:
-            return f"{job.attempt}/{job.max_attempts}"
+        @admin.display(description="kind", ordering="kind")
+        def kind_shown(self, job: Job) -> str:
+            """The kind as people read it (a ``django.tasks`` job's with its task)."""
+            return display_kind(job.kind, job.args)
+
+        @admin.display(description="state", ordering="state")
+        def state_shown(self, job: Job) -> str:
+            return f"{job.state} · {job.attempt}/{job.max_attempts}"
+
+        @admin.display(description="when (UTC)", ordering="scheduled_at")
+        def when(self, job: Job) -> str:
+            """When it finished, else when it is due."""
+            moment = job.finished_at or job.scheduled_at
+            return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if moment else ""
 
         @admin.display(description="last error")
         def last_error(self, job: Job) -> str:
+            """The last error's type and the start of its message's first line: a message
+            may hold a whole traceback, which belongs on the job's own page."""
             if not job.errors:
                 return ""
-            error = job.errors[-1]
-            return shorten(f"{error.get('type', '')}: {error.get('message', '')}", 60)
+            short, whole = error_summary(job.errors[-1])
+            return format_html('<span title="{}">{}</span>', whole, short)
 
         @admin.display(description="args")
         def args_json(self, job: Job) -> str:

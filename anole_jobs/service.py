@@ -475,16 +475,25 @@ class JobService:
     def cron_trigger(self, name: str) -> Enqueued:
         """Enqueue entry `name`'s job now, outside its schedule; `LookupError` for an unknown
         name. Not unique per tick and not recorded as a tick: the schedule carries on as
-        before. A kind declared with ``unique=`` keeps that rule, as for any enqueue."""
+        before; the job is recorded as the entry's last job (`cron_list` shows it). A kind
+        declared with ``unique=`` keeps that rule, as for any enqueue."""
         entries = self.cron_entries()
         for entry in entries:
             if entry.name == name:
-                return self.enqueue(
+                job = self.build(
                     entry.args_instance(),
+                    now=self.clock(),
                     queue=entry.queue,
                     priority=entry.priority,
                     meta={"cron": {"name": entry.name, "triggered": True}, **entry.meta},
                 )
+                if self.store.atomic_alias is None:
+                    self._warn_if_in_transaction([job])
+                result = self.store.cron_trigger(name=entry.name, job=job)
+                self.bus.emit(
+                    events.ENQUEUED, queue=job.queue, kind=job.kind, inserted=result.inserted
+                )
+                return Enqueued(result.id, result.inserted)
         known = ", ".join(repr(entry.name) for entry in entries) or "none"
         raise LookupError(f"no cron entry named {name!r}; entries: {known}")
 

@@ -31,10 +31,15 @@ SCHEMAS: dict[str, Any] = {
     },
     "Job": {
         "type": "object",
-        "required": ["id", "kind", "queue", "state", "args", "meta", "errors"],
+        "required": ["id", "kind", "display_kind", "queue", "state", "args", "meta", "errors"],
         "properties": {
             "id": {"type": "integer"},
             "kind": {"type": "string"},
+            "display_kind": {
+                "type": "string",
+                "description": "The kind as people read it: a django.tasks job's is "
+                "'django.tasks: <the task function's path>'; filters match `kind`.",
+            },
             "queue": {"type": "string"},
             "state": _STATE,
             "args": {"type": "object"},

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.listing import Page
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronRecord
@@ -22,10 +23,13 @@ def iso(moment: datetime | None) -> str | None:
 
 
 def job(record: JobRecord) -> dict[str, Any]:
-    """A job as every route and ``--json`` show it: every field of `jobs.get`'s record."""
+    """A job as every route and ``--json`` show it: every field of `jobs.get`'s record, and
+    `display_kind`, the kind as people read it (a ``django.tasks`` job's with its task's
+    path, ``django.tasks: myapp.tasks.send_report``; `kind` is what filters match)."""
     return {
         "id": record.id,
         "kind": record.kind,
+        "display_kind": display_kind(record.kind, record.args),
         "queue": record.queue,
         "state": record.state,
         "args": record.args,

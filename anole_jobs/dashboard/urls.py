@@ -16,6 +16,7 @@ app_name = "dashboard"
 
 urlpatterns = [
     path("", views.queues, name="queues"),
+    path("live.js", views.live_js, name="live_js"),
     path("queues/<anole_name:name>/pause", views.pause, name="pause"),
     path("queues/<anole_name:name>/resume", views.resume, name="resume"),
     path("jobs/", views.job_list, name="jobs"),

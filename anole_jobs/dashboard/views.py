@@ -3,8 +3,14 @@
 Pages: queues (depth, pause state, runs finished in the last hour), jobs by state with filters
 and keyset pages, one job (args, meta, every error with its traceback), cron entries.
 Actions are POST forms under Django's CSRF protection: retry, cancel, delete, pause, resume,
-trigger. Each answers with a redirect (post/redirect/get) carrying a short notice, which says
-when the action changed nothing.
+trigger. Each answers with a redirect (post/redirect/get) and a short notice, which says when
+the action changed nothing. The notice goes through Django's messages framework when its
+middleware runs (it then shows once, and a reload does not show it again); without it, the
+redirect carries ``?notice=<code>``, which the page's script removes from the address bar.
+
+The queues and jobs pages are live: their table is a region that `live.js` (served by the
+dashboard, so no inline script) fetches again every `REFRESH_SECONDS` with ``?partial=1``,
+which the same views answer with the region only. With scripts off they are plain pages.
 
 What went wrong is a page with the message and the status `operations.problems` gives it:
 a bad filter 400 (the filter form stays, to correct it), an unknown or malformed id or name
@@ -23,15 +29,17 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from anole_jobs.api import jobs
 from anole_jobs.dashboard.access import refuse
-from anole_jobs.dashboard.render import render
+from anole_jobs.dashboard.render import live_script, messages_on, render, render_partial
 from anole_jobs.operations import actions
 from anole_jobs.operations.clock import now as clock_now
+from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import Listing, each_page, fetch_page, parse_listing
 from anole_jobs.operations.permissions import Access, access
@@ -39,6 +47,10 @@ from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_
 from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
 
 PAGE_SIZE = 50
+#: How often a live page fetches its table again, in seconds (while its tab is visible).
+REFRESH_SECONDS = 5
+#: The query parameter of a live page's refresh: answer the table region only.
+PARTIAL = "partial"
 #: How many finished jobs per state the queue page reads to count the last hour's runs.
 THROUGHPUT_SCAN = 5_000
 #: One short of the stores' cap, so each page's one-more read stays a single read.
@@ -57,6 +69,8 @@ NOTICES = {
 }
 HEADINGS = {400: "Cannot do that", 404: "Not found", 503: "The jobs store did not answer"}
 HOW_TO_CREATE = 'tick "new queue"'
+#: An error entry's own fields; any other key is shown as the error's data.
+ERROR_FIELDS = frozenset({"at", "attempt", "type", "message", "traceback"})
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 
 View = Callable[..., HttpResponseBase]
@@ -99,14 +113,39 @@ def dashboard_view(view: View) -> View:
     return guarded
 
 
-def _redirect(name: str, *args: Any, notice: str | None = None, **query: str) -> HttpResponse:
+#: Notices that say an action changed nothing (a warning rather than a success).
+NOTHING_DONE = ("unchanged", "duplicate")
+
+
+def _redirect(
+    request: HttpRequest, name: str, *args: Any, notice: str | None = None, **query: str
+) -> HttpResponse:
+    """Post/redirect/get: to page `name`, with `notice` as a message (shown once) when the
+    messages framework runs, else in the URL."""
     url = reverse(f"anole_jobs:dashboard:{name}", args=args)
+    if notice and messages_on(request):
+        level = messages.WARNING if notice in NOTHING_DONE else messages.SUCCESS
+        messages.add_message(request, level, NOTICES[notice])
+        notice = None
     params = {**query, **({"notice": notice} if notice else {})}
     return HttpResponseRedirect(f"{url}?{urlencode(params)}" if params else url)
 
 
 def _notice(request: HttpRequest) -> str | None:
     return NOTICES.get(request.GET.get("notice", ""))
+
+
+def _partial(request: HttpRequest) -> bool:
+    return request.GET.get(PARTIAL) == "1"
+
+
+@require_GET
+def live_js(request: HttpRequest) -> HttpResponse:
+    """The live pages' script: static code, served to anyone (as the admin's own scripts)."""
+    response = HttpResponse(live_script(), content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = "max-age=300"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 # -- queues ----------------------------------------------------------------------------------
@@ -148,19 +187,19 @@ def queues(request: HttpRequest) -> HttpResponse:
                 "failed_last_hour": done.get("dead", 0),
             }
         )
-    return render(
-        request,
-        "queues.html",
-        {
-            "title": "Queues",
-            "section": "queues",
-            "queues": rows,
-            "states": STATES,
-            "capped": capped,
-            "now": now,
-            "notice": _notice(request),
-        },
-    )
+    context = {
+        "title": "Queues",
+        "section": "queues",
+        "queues": rows,
+        "states": STATES,
+        "capped": capped,
+        "now": now,
+        "refresh": REFRESH_SECONDS,
+        "notice": _notice(request),
+    }
+    if _partial(request):
+        return render_partial(request, "queues_live.html", context)
+    return render(request, "queues.html", context)
 
 
 def _queue_action(action: Callable[..., actions.Outcome[Any]], notice: str) -> View:
@@ -169,7 +208,7 @@ def _queue_action(action: Callable[..., actions.Outcome[Any]], notice: str) -> V
     def act(request: HttpRequest, name: str) -> HttpResponse:
         create = request.POST.get("create") == "on"
         outcome = action(name, create=create, how_to_create=HOW_TO_CREATE)
-        return _redirect("queues", notice=notice if outcome.changed else "unchanged")
+        return _redirect(request, "queues", notice=notice if outcome.changed else "unchanged")
 
     return act
 
@@ -190,10 +229,11 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "notice": _notice(request),
         "jobs": [],
         "problems": [],
+        "refresh": REFRESH_SECONDS,
     }
     try:
         listing = parse_listing(
-            query, default_limit=PAGE_SIZE, blank_is_absent=True, ignore=("notice",)
+            query, default_limit=PAGE_SIZE, blank_is_absent=True, ignore=("notice", PARTIAL)
         )
     except BadInput as exc:
         # The form stays, filled as it was sent, so the person can correct the field.
@@ -207,12 +247,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
     if listing.limit != PAGE_SIZE:
         base["limit"] = str(listing.limit)
     context.update(
-        jobs=page.records,
+        jobs=[(record, display_kind(record.kind, record.args)) for record in page.records],
         filters=base,
-        queue_names=_queue_names(),
         next_url="?" + urlencode({**base, "after": page.next_after}) if page.more else None,
         first_url=("?" + urlencode(base)) if listing.after is not None else None,
     )
+    if _partial(request):
+        return render_partial(request, "jobs_live.html", context)
+    context.update(queue_names=_queue_names())
     return render(request, "jobs.html", context)
 
 
@@ -230,7 +272,10 @@ def _trace_id(record: JobRecord) -> tuple[str | None, str | None]:
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     record = actions.get(parse_job_id(job_id))
     trace_id, span_id = _trace_id(record)
-    errors = sorted(record.errors, key=lambda entry: entry.get("attempt", 0), reverse=True)
+    errors = [
+        {**entry, "data": {k: v for k, v in entry.items() if k not in ERROR_FIELDS}}
+        for entry in sorted(record.errors, key=lambda entry: entry.get("attempt", 0), reverse=True)
+    ]
     return render(
         request,
         "job.html",
@@ -238,6 +283,7 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
             "title": f"Job {record.id}",
             "section": "jobs",
             "job": record,
+            "kind": display_kind(record.kind, record.args),
             "errors": errors,
             "trace_id": trace_id,
             "span_id": span_id,
@@ -254,8 +300,8 @@ def _job_action(action: Callable[[int], actions.Outcome[Any]], notice: str) -> V
         outcome = action(parse_job_id(job_id))
         done = notice if outcome.changed else "unchanged"
         if notice == "deleted":
-            return _redirect("jobs", notice=done)
-        return _redirect("job", outcome.record.id, notice=done)
+            return _redirect(request, "jobs", notice=done)
+        return _redirect(request, "job", outcome.record.id, notice=done)
 
     return act
 
@@ -287,5 +333,5 @@ def cron_trigger(request: HttpRequest, name: str) -> HttpResponse:
     outcome = actions.trigger(name)
     notice = "triggered" if outcome.changed else "duplicate"
     if outcome.record.id is not None:
-        return _redirect("job", outcome.record.id, notice=notice)
-    return _redirect("cron", notice=notice)
+        return _redirect(request, "job", outcome.record.id, notice=notice)
+    return _redirect(request, "cron", notice=notice)

@@ -291,13 +291,21 @@ class Store(ABC):
     # -- cron ------------------------------------------------------------------------------
     @abstractmethod
     def cron_states(self, names: Collection[str]) -> dict[str, CronState]:
-        """The last enqueued tick of each named cron entry that has one."""
+        """The last enqueued tick and last job of each named cron entry that has either (a
+        triggered entry that never ticked has a job and no tick)."""
 
     @abstractmethod
     def cron_advance(self, *, name: str, tick: datetime, job: NewJob | None) -> Inserted | None:
         """Atomically: when `tick` is later than the entry's last tick, record it and insert
         `job` (None: record only, for a first sighting); return the insert, else None. Wakes
         the job's queue as `insert` does."""
+
+    @abstractmethod
+    def cron_trigger(self, *, name: str, job: NewJob) -> Inserted:
+        """Atomically: insert `job` (entry `name` run by hand) and, when it was inserted,
+        record it as the entry's last job. The entry's last tick stays as it is (an entry with
+        none keeps none, so the leader's first sighting still starts its history): a run by
+        hand never moves the schedule. Wakes the job's queue as `insert` does."""
 
     # -- admin -----------------------------------------------------------------------------
     @abstractmethod

@@ -400,6 +400,19 @@ class MemoryStore(Store):
             self._wake_now(woken_queues([job], [inserted]))
         return inserted
 
+    def cron_trigger(self, *, name: str, job: NewJob) -> Inserted:
+        with self._lock:
+            inserted = self._insert_one(job)
+            if inserted.inserted:
+                state = self._cron.get(name)
+                self._cron[name] = CronState(
+                    name=name,
+                    last_tick_at=state.last_tick_at if state is not None else None,
+                    last_job_id=inserted.id,
+                )
+        self._wake_now(woken_queues([job], [inserted]))
+        return inserted
+
     # -- admin -----------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
         with self._lock:

@@ -226,6 +226,7 @@ STORE_METHODS = (
     "resign",
     "cron_states",
     "cron_advance",
+    "cron_trigger",
     "get",
     "list",
     "counts",

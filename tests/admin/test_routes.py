@@ -121,6 +121,7 @@ def test_a_job_answers_every_record_field_with_utc_iso_times(env, staff):
     assert body == {
         "id": job.id,
         "kind": "test.work",
+        "display_kind": "test.work",
         "queue": "default",
         "state": "available",
         "args": {"action": "ok", "seconds": 0, "tag": "x"},

@@ -18,6 +18,7 @@ from anole_jobs.errors import ConfigurationError
 from anole_jobs.events import CRON_ENQUEUED, ENQUEUED, Event
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.schedules import CronRecord
+from anole_jobs.unique import Unique
 from tests.concurrency import race
 
 KIND = "test.cron.report"
@@ -34,6 +35,15 @@ class Report:
 @jobs.handler(Report)
 def run_report(job: Job, args: Report) -> None:
     return None
+
+
+UNIQUE_PATH = "tests.contract.test_cron.OneAtATime"
+
+
+@kind("test.cron.one-at-a-time", unique=Unique())
+@dataclass
+class OneAtATime:
+    pass
 
 
 def at(*parts: int) -> datetime:
@@ -387,7 +397,55 @@ def test_cron_trigger_enqueues_now_outside_the_schedule(env):
     assert job.args == {"title": "now", "count": 1}
     assert job.meta["cron"] == {"name": "report", "triggered": True}
     assert job.scheduled_at == env.clock()
-    assert env.jobs.cron_list()[0] == before  # the schedule is untouched
+    after = env.jobs.cron_list()[0]
+    # The schedule is untouched; the run by hand is the entry's last job.
+    assert (after.last_tick_at, after.next_run_at) == (before.last_tick_at, before.next_run_at)
+    assert after.last_job_id == second.id
+
+
+def test_a_trigger_before_the_first_sighting_leaves_the_schedule_to_start_as_usual(env):
+    configure(env, {"schedule": "0 3 * * *"})
+    env.clock.set(at(2030, 1, 1, 12))
+    triggered = env.jobs.cron_trigger("report")
+    (entry,) = env.jobs.cron_list()
+    assert (entry.last_tick_at, entry.last_job_id) == (None, triggered.id)
+
+    assert env.jobs.step().cron_enqueued == 0  # first sighting: history starts, no past tick
+    (entry,) = env.jobs.cron_list()
+    assert (entry.last_tick_at, entry.last_job_id) == (at(2030, 1, 1, 3), triggered.id)
+
+    env.clock.set(at(2030, 1, 2, 3))
+    assert env.jobs.step().cron_enqueued == 1  # the next tick runs, and becomes the last job
+    ticked = [job for job in cron_jobs(env) if "tick" in job.meta["cron"]]
+    (entry,) = env.jobs.cron_list()
+    assert (entry.last_tick_at, entry.last_job_id) == (at(2030, 1, 2, 3), ticked[0].id)
+
+
+def test_a_trigger_refused_by_the_kinds_unique_rule_keeps_the_last_job(env):
+    configure(env, {"name": "unique", "schedule": "0 3 * * *", "job": UNIQUE_PATH})
+    env.jobs.step()
+    first = env.jobs.cron_trigger("unique")
+    second = env.jobs.cron_trigger("unique")
+    assert first.inserted and not second.inserted and second.id == first.id
+    assert env.jobs.cron_list()[0].last_job_id == first.id
+
+
+def test_the_store_records_a_trigger_without_moving_the_tick(env):
+    store, tick = env.store, at(2030, 1, 1, 1)
+    store.cron_advance(name="a", tick=tick, job=None)
+    inserted = store.cron_trigger(name="a", job=plain_job(env))
+    assert inserted.inserted and env.jobs.get(inserted.id).state == "available"
+    state = store.cron_states(["a"])["a"]
+    assert (state.last_tick_at, state.last_job_id) == (tick, inserted.id)
+    # A later tick still goes in (the trigger recorded no tick), and becomes the last job.
+    ticked = store.cron_advance(name="a", tick=tick + timedelta(hours=1), job=plain_job(env))
+    assert ticked is not None and store.cron_states(["a"])["a"].last_job_id == ticked.id
+    # An entry never seen: a job, no tick; its first sighting keeps the job.
+    fresh = store.cron_trigger(name="b", job=plain_job(env))
+    assert store.cron_states(["b"])["b"].last_tick_at is None
+    assert store.cron_advance(name="b", tick=tick, job=None) is None
+    state = store.cron_states(["b"])["b"]
+    assert (state.last_tick_at, state.last_job_id) == (tick, fresh.id)
 
 
 def test_cron_trigger_of_an_unknown_name_raises_lookup_error(env):

@@ -106,13 +106,15 @@ def test_actions_are_post_forms_that_act_and_redirect(dashboard_jobs, staff):
     drain()
     assert staff.get(f"{BASE}jobs/{job.id}/retry").status_code == 405
     response = staff.post(f"{BASE}jobs/{job.id}/retry")
-    assert response.status_code == 302 and response["Location"].endswith("?notice=retried")
+    assert response.status_code == 302 and response["Location"] == f"{BASE}jobs/{job.id}/"
     assert dashboard_jobs.get(job.id).state == "available"
     assert "made available again" in staff.get(response["Location"]).content.decode()
+    assert "made available again" not in staff.get(response["Location"]).content.decode()
     staff.post(f"{BASE}jobs/{job.id}/cancel")
     assert dashboard_jobs.get(job.id).state == "cancelled"
     response = staff.post(f"{BASE}jobs/{job.id}/delete")
-    assert response["Location"] == f"{BASE}jobs/?notice=deleted"
+    assert response["Location"] == f"{BASE}jobs/"
+    assert "The job was deleted." in staff.get(response["Location"]).content.decode()
     assert dashboard_jobs.get(job.id) is None
     gone = staff.post(f"{BASE}jobs/{job.id}/retry")
     assert gone.status_code == 404 and f"no job with id {job.id}" in gone.content.decode()
@@ -141,7 +143,11 @@ def test_cron_entries_with_next_run_and_trigger(dashboard_jobs, staff, settings)
         "CRON": [{"name": "nightly", "schedule": "0 3 * * *", "job": "tests.sampleapp.jobs.Work"}],
     }
     html = staff.get(BASE + "cron/").content.decode()
-    assert "nightly" in html and "0 3 * * *" in html and "2030-01-01 03:00" in html
+    assert "nightly" in html and "0 3 * * *" in html and "2030-01-01 03:00:00 UTC" in html
     response = staff.post(BASE + "cron/nightly/trigger")
-    assert response.status_code == 302 and "notice=triggered" in response["Location"]
+    assert response.status_code == 302 and response["Location"].startswith(BASE + "jobs/")
+    assert "The cron entry&#x27;s job was enqueued." in staff.get(response["Location"]).text
+    # The run by hand is the entry's last job on the cron page.
+    job_id = response["Location"].rstrip("/").rsplit("/", 1)[1]
+    assert f'href="{BASE}jobs/{job_id}/">{job_id}</a>' in staff.get(BASE + "cron/").text
     assert staff.post(BASE + "cron/unknown/trigger").status_code == 404

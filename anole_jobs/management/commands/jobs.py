@@ -23,6 +23,7 @@ from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
 from anole_jobs.operations import actions
 from anole_jobs.operations.clock import now as clock_now
+from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import Listing, fetch_page, parse_after, parse_limit
 from anole_jobs.operations.problems import (
@@ -172,7 +173,7 @@ class Command(BaseCommand):
             [
                 (
                     r.id,
-                    r.kind,
+                    display_kind(r.kind, r.args),
                     r.queue,
                     r.state,
                     f"{r.attempt}/{r.max_attempts}",
@@ -213,7 +214,7 @@ class Command(BaseCommand):
     def describe(self, record: JobRecord) -> str:
         now = self.now()
         lines = [
-            f"job {record.id}  {record.kind}  ({record.state})",
+            f"job {record.id}  {display_kind(record.kind, record.args)}  ({record.state})",
             f"queue         {record.queue}",
             f"priority      {record.priority}",
             f"attempt       {record.attempt} of {record.max_attempts}",

@@ -450,6 +450,20 @@ class SQLStore(Store):
         self.wake_at_commit(woken)
         return inserted
 
+    def cron_trigger(self, *, name: str, job: NewJob) -> Inserted:
+        table = self.cron_table
+        with self.write_lock(), self.cursor() as cursor:
+            (inserted,), woken = self._insert(cursor, [job])
+            if inserted.inserted:
+                # The last tick is left as it is (NULL for an entry the leader has not seen).
+                cursor.execute(
+                    f"INSERT INTO {table} (name, last_tick_at, last_job_id) VALUES (%s, NULL, %s)"
+                    " ON CONFLICT (name) DO UPDATE SET last_job_id = excluded.last_job_id",
+                    [name, inserted.id],
+                )
+        self.wake_at_commit(woken)
+        return inserted
+
     # -- admin -----------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
         row = self.fetch_one(

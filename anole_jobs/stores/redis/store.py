@@ -395,7 +395,7 @@ class RedisStore(Store):
             tick, _, last_id = _text(value).partition("|")
             states[name] = CronState(
                 name=name,
-                last_tick_at=parse_time_key(tick),
+                last_tick_at=parse_time_key(tick) if tick else None,  # '': run by hand only
                 last_job_id=int(last_id) if last_id else None,
             )
         return states
@@ -407,6 +407,13 @@ class RedisStore(Store):
             return None
         inserted = Inserted(int(result[0]), result[1] == 1)
         if job is not None and woken_queues([job], [inserted]):
+            self.wake([job.queue])
+        return inserted
+
+    def cron_trigger(self, *, name: str, job: NewJob) -> Inserted:
+        result = self._run("cron_trigger", name, *self._new_job_args(job))
+        inserted = Inserted(int(result[0]), result[1] == 1)
+        if woken_queues([job], [inserted]):
             self.wake([job.queue])
         return inserted
 

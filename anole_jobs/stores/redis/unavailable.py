@@ -18,6 +18,7 @@ from anole_jobs.errors import StoreUnavailable
 _WRITES: dict[str, tuple[str, str, str]] = {
     "insert": ("enqueue", "the job was not stored", "the job may have been stored"),
     "cron_advance": ("cron's enqueue", "no job was stored", "the job may have been stored"),
+    "cron_trigger": ("cron's run now", "no job was stored", "the job may have been stored"),
     "claim": (
         "claim",
         "no job was claimed",
