@@ -571,6 +571,7 @@ def requests(draw: Any) -> tuple[str, str, str, bytes]:
     return method, path + (f"?{query}" if query else ""), draw(st.sampled_from(BODIES))[0], body
 
 
+@pytest.mark.fuzz
 @OUTAGES
 def test_fuzz_every_surface_with_hostile_input(env, people, down):
     configure(env)
@@ -662,6 +663,7 @@ def test_with_the_store_down_every_subcommand_exits_1_with_one_line(env, args):
     assert ran.code == 1, str(ran)
 
 
+@pytest.mark.fuzz
 @given(
     args=st.lists(
         st.one_of(
