@@ -110,7 +110,7 @@ class Command(BaseCommand):
         logger.info(
             "runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers)
         )
-        signals.stop.wait()
+        signals.wait()
         runtime.stop(
             drain=True,
             reason=f"runjobs: {signals.first} received",
@@ -173,20 +173,31 @@ class _Signals:
     which must not run inside a signal handler that may have interrupted one."""
 
     def __init__(self) -> None:
-        self.stop = threading.Event()
+        self.received = False
         self.first = "signal"
         self.runtime: Any = None
         self._aborting: threading.Thread | None = None
         self._drained = False
+        # The handler wakes the main thread through a pipe, not a threading.Event: an Event's
+        # set() takes a lock that the main thread may hold at the very moment the handler
+        # interrupts it (inside Event.wait), and then the process never drains. os.write and
+        # os.read take no Python lock.
+        self._wake_read, self._wake_write = os.pipe()
 
     def install(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
 
+    def wait(self) -> None:
+        """Block the main thread until the first SIGTERM or SIGINT."""
+        while not self.received:
+            os.read(self._wake_read, 1)  # retried after each signal handler (PEP 475)
+
     def _on_signal(self, signum: int, frame: object) -> None:
-        if not self.stop.is_set():
+        if not self.received:
             self.first = signal.Signals(signum).name
-            self.stop.set()
+            self.received = True
+            os.write(self._wake_write, b"!")
             return
         if self._drained:
             return  # the drain is over: the process is about to exit anyway
