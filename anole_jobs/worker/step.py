@@ -106,14 +106,16 @@ class Stepper:
 
     def _run_all(self, claimed: list[ClaimedJob]) -> list[Attempt]:
         """Run the claimed jobs one after the other. Whatever a handler raises is its failed
-        attempt; but a SIGINT that reaches the process meanwhile (Ctrl-C on a loop of steps)
+        attempt; but a SIGINT that raises in the handler meanwhile (Ctrl-C on a loop of steps)
         stops the step: what ran is written, the interrupted job and those not yet run go
-        back `available` (their attempt not counted), and `KeyboardInterrupt` goes up."""
+        back `available` (their attempt not counted), and what the signal raised
+        (`KeyboardInterrupt`) goes up. A SIGINT the process ignores, or that its own SIGINT
+        handler only takes note of, does not stop it."""
         attempts: list[Attempt] = []
         with watch_sigint() as sigint:
             for index, job in enumerate(claimed):
                 attempt = self.executor.run(job)
-                if sigint.received:
+                if sigint.raised is not None:
                     now = self.service.clock()
                     back = [
                         replace(attempt, outcome="interrupted", finish=give_back(job.run, now)),
@@ -128,6 +130,6 @@ class Stepper:
                         ),
                     ]
                     self.outcomes.write([*attempts, *back])
-                    raise KeyboardInterrupt
+                    raise sigint.raised
                 attempts.append(attempt)
         return attempts

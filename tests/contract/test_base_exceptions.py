@@ -2,13 +2,17 @@
 `KeyboardInterrupt`, `GeneratorExit`, a user's own subclass) fails its attempt like an error,
 through `jobs.step()` on every store: the error's type, message and traceback are stored, the
 kind's backoff schedules the next attempt (dead once attempts run out), the job after it runs,
-and the step returns. A real SIGINT during a step still stops it.
+and the step returns. A real SIGINT during a step still stops it, unless the process ignores
+SIGINT or its own SIGINT handler only takes note of it.
 """
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,16 +64,47 @@ def test_a_handler_raising_a_base_exception_fails_its_attempt_and_the_next_job_r
     assert [(e["type"], e["attempt"]) for e in record.errors] == [(error_type, 1), (error_type, 2)]
 
 
+@pytest.fixture
+def sigint_handler() -> Iterator[Callable[[Any], None]]:
+    """Sets this process's SIGINT handler for the test, and puts the one before back after.
+
+    The tests below must not depend on how the test run was started: a program a shell starts
+    in the background (`pytest ... &` in a script) starts with SIGINT ignored, and Python keeps
+    it ignored instead of installing its own handler that raises `KeyboardInterrupt`."""
+    before = signal.getsignal(signal.SIGINT)
+
+    def install(handler: Any) -> None:
+        signal.signal(signal.SIGINT, handler)
+
+    yield install
+    signal.signal(signal.SIGINT, before)
+
+
+class StopRequested(Exception):
+    """What a program's own SIGINT handler raises in the tests below."""
+
+
+def raise_stop_requested(signum: int, frame: object) -> None:
+    raise StopRequested("Ctrl-C")
+
+
 @pytest.mark.parametrize("kind", [SigintSelf, SigintSelfAsync], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    ("handler", "raised"),
+    [(signal.default_int_handler, KeyboardInterrupt), (raise_stop_requested, StopRequested)],
+    ids=["python-handler", "own-raising-handler"],
+)
 def test_a_real_sigint_during_a_step_stops_it_and_gives_its_jobs_back(
-    env, kind: type, tmp_path: Path
+    env, sigint_handler, handler: Any, raised: type[BaseException], kind: type, tmp_path: Path
 ) -> None:
     # The handler signals its own process: the KeyboardInterrupt is Python's answer to a
-    # SIGINT (Ctrl-C on a loop of steps), not the handler's, so the step stops.
+    # SIGINT (Ctrl-C on a loop of steps), not the handler's, so the step stops; a program's
+    # own SIGINT handler that raises stops it alike, with its own exception.
+    sigint_handler(handler)
     interrupted = env.jobs.enqueue(kind(marker=str(tmp_path))).id
     not_run = env.jobs.enqueue(Noop(marker=str(tmp_path))).id
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(raised):
         env.jobs.step()
 
     assert (tmp_path / f"{interrupted}.1.started").exists()
@@ -79,3 +114,28 @@ def test_a_real_sigint_during_a_step_stops_it_and_gives_its_jobs_back(
     for job_id in (interrupted, not_run):
         record = env.jobs.get(job_id)
         assert (record.state, record.attempt, list(record.errors)) == ("available", 0, []), job_id
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
+@pytest.mark.parametrize("kind", [SigintSelf, SigintSelfAsync], ids=["sync", "async"])
+@pytest.mark.parametrize("ignored", [True, False], ids=["ignored", "own-noting-handler"])
+def test_a_sigint_that_raises_nothing_lets_the_step_run_on(
+    env, sigint_handler, ignored: bool, kind: type, tmp_path: Path
+) -> None:
+    # A process that ignores SIGINT, or whose own handler only takes note (to stop its loop of
+    # steps after this one, say), has said a SIGINT must not interrupt the running code.
+    noted: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        noted.append(signum)
+
+    handler = signal.SIG_IGN if ignored else note
+    sigint_handler(handler)
+    signalling = env.jobs.enqueue(kind(marker=str(tmp_path), wait=0.0)).id
+    after = env.jobs.enqueue(Noop(marker=str(tmp_path))).id
+
+    assert env.jobs.step().outcomes() == {signalling: "completed", after: "completed"}
+
+    assert (tmp_path / f"{signalling}.1.finished").exists()
+    assert noted == ([] if ignored else [signal.SIGINT])
+    assert signal.getsignal(signal.SIGINT) is handler

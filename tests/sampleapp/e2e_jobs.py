@@ -391,9 +391,11 @@ async def raise_base_async(job: Job, args: RaiseBaseAsync) -> None:
 @dataclass
 class SigintSelf:
     """Sends SIGINT to its own process (a real Ctrl-C, as far as the process can tell), then
-    waits in `time.sleep`, which the signal interrupts; `finished` only if it never came."""
+    waits `wait` seconds in `time.sleep`, which Python's own SIGINT handler interrupts;
+    `finished` only if no exception came of the signal."""
 
     marker: str = ""
+    wait: float = 10.0
 
 
 @kind("e2e.sigint_self_async", attempts=2)
@@ -406,7 +408,7 @@ class SigintSelfAsync(SigintSelf):
 def sigint_self(job: Job, args: SigintSelf) -> None:
     touch(args.marker, job, "started")
     os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(10)
+    time.sleep(args.wait)
     touch(args.marker, job, "finished")
 
 
@@ -415,7 +417,7 @@ async def sigint_self_async(job: Job, args: SigintSelfAsync) -> None:
     touch(args.marker, job, "started")
     await asyncio.sleep(0)
     os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(10)
+    time.sleep(args.wait)
     touch(args.marker, job, "finished")
 
 
