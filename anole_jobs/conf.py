@@ -43,6 +43,7 @@ KNOWN_KEYS = (
     "ADMIN_PERMISSION",
     "STARTUP_TIMEOUT",
     "MAX_PAYLOAD_BYTES",
+    "MAX_RESULT_BYTES",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout")
 METRICS_REGISTRIES = ("default", "private")
@@ -102,6 +103,8 @@ class Settings:
     startup_timeout: timedelta = timedelta(seconds=10)
     #: The largest JSON text of a job's args plus meta, in UTF-8 bytes, that enqueue accepts.
     max_payload_bytes: int = 1024 * 1024
+    #: The largest JSON text of a handler's return value (its result), in UTF-8 bytes.
+    max_result_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,7 @@ class _Parser:
         if permission is not None and not isinstance(permission, str) and not callable(permission):
             self.error("E010", "ANOLE_JOBS['ADMIN_PERMISSION'] must be a dotted path or a callable")
         max_payload_bytes = self.positive_int(raw, "MAX_PAYLOAD_BYTES", 1024 * 1024)
+        max_result_bytes = self.positive_int(raw, "MAX_RESULT_BYTES", 1024 * 1024)
         if self.problems or store is None:
             return None
         return Settings(
@@ -207,6 +211,7 @@ class _Parser:
             admin_permission=permission,
             startup_timeout=startup_timeout,
             max_payload_bytes=max_payload_bytes,
+            max_result_bytes=max_result_bytes,
         )
 
     def choice(

@@ -47,6 +47,11 @@ class WakeupHub:
                 self._subscriptions.remove(subscription)
             self._cond.notify_all()
 
+    def has_subscribers(self) -> bool:
+        """Whether anyone waits (read without the lock: a waiter subscribes before it looks,
+        so one that subscribed after this read finds the write done)."""
+        return bool(self._subscriptions)
+
     def wake(self, queues: Collection[str]) -> None:
         """Wake the waiters of `queues` (all waiters when `queues` is empty)."""
         with self._cond:
