@@ -366,6 +366,8 @@ class Executor:
 
 
 def _type_name(error: BaseException) -> str:
+    if isinstance(error, ResultTooLarge):
+        return "ResultTooLarge"  # as the runtime's own check names it
     cls = type(error)
     if cls.__module__ in ("builtins", "__main__"):
         return cls.__qualname__
