@@ -30,9 +30,9 @@ from django.apps import apps
 
 from anole_jobs.api import jobs
 from anole_jobs.errors import Canceled, InvalidJob
-from anole_jobs.records import encode_result
 from anole_jobs.job import Job
 from anole_jobs.kinds import kind, set_job_options
+from anole_jobs.records import encode_result
 from anole_jobs.tasks import compat
 from anole_jobs.tasks.results import (
     META_KEY,
