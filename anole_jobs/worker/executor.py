@@ -241,6 +241,8 @@ class Executor:
         run = claimed.run
         if error is None:
             # A handler that swallowed its Canceled and returned is completed: it returned.
+            if value is None:  # most handlers: nothing to encode
+                return "completed", Finish(run=run, state="completed", at=now)
             try:
                 result = encode_result(
                     value,
