@@ -32,7 +32,6 @@ from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from anole_jobs.jsontext import compact, compact_ascii
-from anole_jobs.records import decode_result
 from anole_jobs.stores.base import (
     AFTER_RUN_STATES,
     FINAL_STATES,
@@ -137,7 +136,7 @@ def _record(fields: Mapping[str, bytes | str]) -> JobRecord:
         attempted_at=_optional_time(fields, "attempted"),
         finished_at=_optional_time(fields, "finished"),
         unique_key=None if unique_key is None else _text(unique_key),
-        result=decode_result(fields.get("result")),
+        result=_stored_json(fields.get("result"), fallback=None),
     )
 
 
