@@ -1,18 +1,31 @@
 """anole_jobs: a durable, at-least-once job queue for Django.
 
-Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled``.
+Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled, JobFailed,
+JobNotFinished, ResultTooLarge``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Canceled", "Enqueued", "InvalidJob", "Job", "Unique", "jobs", "kind", "sql"]
+__all__ = [
+    "Canceled",
+    "Enqueued",
+    "InvalidJob",
+    "Job",
+    "JobFailed",
+    "JobNotFinished",
+    "ResultTooLarge",
+    "Unique",
+    "jobs",
+    "kind",
+    "sql",
+]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from anole_jobs.api import jobs
-    from anole_jobs.errors import Canceled, InvalidJob
+    from anole_jobs.errors import Canceled, InvalidJob, JobFailed, JobNotFinished, ResultTooLarge
     from anole_jobs.job import Job
     from anole_jobs.kinds import kind
     from anole_jobs.records import Enqueued
@@ -27,6 +40,9 @@ _LAZY = {
     "Enqueued": "anole_jobs.records",
     "InvalidJob": "anole_jobs.errors",
     "Canceled": "anole_jobs.errors",
+    "JobFailed": "anole_jobs.errors",
+    "JobNotFinished": "anole_jobs.errors",
+    "ResultTooLarge": "anole_jobs.errors",
     "sql": "anole_jobs.stores.database.ddl",
 }
 

@@ -159,6 +159,7 @@ if apps.is_installed("django.contrib.admin"):
             ("unique_key", "unique_scope"),
             "args_json",
             "meta_json",
+            "result_json",
             "errors_display",
         )
         readonly_fields = tuple(
@@ -280,6 +281,14 @@ if apps.is_installed("django.contrib.admin"):
         @admin.display(description="meta")
         def meta_json(self, job: Job) -> str:
             return format_html("<pre>{}</pre>", _pretty(job.meta))
+
+        @admin.display(description="result")
+        def result_json(self, job: Job) -> str:
+            if job.state != "completed":
+                return "none yet" if job.state not in ("dead", "cancelled") else "none"
+            if job.result is None:
+                return "none (the handler returned None)"
+            return format_html("<pre>{}</pre>", _pretty(job.result))
 
         @admin.display(description="errors")
         def errors_display(self, job: Job) -> str:

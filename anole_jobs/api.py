@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, Unpack
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 
 from anole_jobs import conf, metrics
+from anole_jobs.durations import Duration
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.job import Job
 from anole_jobs.kinds import registry, spec_of
@@ -144,6 +146,21 @@ class JobsFacade:
     def counts(self) -> dict[str, dict[str, int]]:
         return self.service.counts()
 
+    def result(self, job_id: int, *, timeout: Duration | None = None) -> Any:
+        """The result of a completed job: its handler's return value (None if it returned
+        None). Raises `JobFailed` for a dead or cancelled job, `LookupError` for an unknown
+        one, and `JobNotFinished` (a `TimeoutError`) for one not finished: at once without
+        `timeout`, else after waiting up to `timeout` (seconds or a timedelta) for it to
+        finish, woken by the store's wake-ups. See docs/results.md."""
+        return self.service.result(job_id, timeout=timeout)
+
+    async def aresult(self, job_id: int, *, timeout: Duration | None = None) -> Any:
+        """`result` for async code: the wait runs in a worker thread, so the event loop (and
+        Django's sync thread) is free meanwhile."""
+        return await sync_to_async(_result_in_thread, thread_sensitive=False)(
+            self.service, job_id, timeout
+        )
+
     def retry(self, job_id: int) -> JobRecord | None:
         return self.service.retry(job_id)
 
@@ -221,6 +238,15 @@ class JobsFacade:
             runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.stop(drain=drain)
+
+
+def _result_in_thread(service: JobService, job_id: int, timeout: Duration | None) -> Any:
+    try:
+        return service.result(job_id, timeout=timeout)
+    finally:
+        # This pool thread's own database connections: nothing else would close them.
+        if service.store.atomic_alias is not None:
+            connections[service.store.atomic_alias].close()
 
 
 jobs = JobsFacade()

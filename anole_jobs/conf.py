@@ -44,6 +44,7 @@ KNOWN_KEYS = (
     "STARTUP_TIMEOUT",
     "MAX_PAYLOAD_BYTES",
     "ERROR_REPORTER",
+    "MAX_RESULT_BYTES",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout")
 METRICS_REGISTRIES = ("default", "private")
@@ -106,6 +107,8 @@ class Settings:
     #: Called once per failed attempt (docs/observability.md#error-reporting): a dotted path
     #: or a callable(exception, context); resolved by the worker, checked by `manage.py check`.
     error_reporter: str | Callable[..., object] | None = None
+    #: The largest JSON text of a handler's return value (its result), in UTF-8 bytes.
+    max_result_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,7 @@ class _Parser:
                 "ANOLE_JOBS['ERROR_REPORTER'] must be a dotted path or a callable, "
                 f"got {reporter!r}",
             )
+        max_result_bytes = self.positive_int(raw, "MAX_RESULT_BYTES", 1024 * 1024)
         if self.problems or store is None:
             return None
         return Settings(
@@ -219,6 +223,7 @@ class _Parser:
             startup_timeout=startup_timeout,
             max_payload_bytes=max_payload_bytes,
             error_reporter=reporter,
+            max_result_bytes=max_result_bytes,
         )
 
     def choice(

@@ -11,6 +11,7 @@ raises (`SystemExit`, `KeyboardInterrupt`, ...) fails its attempt like an error.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -21,6 +22,9 @@ __all__ = [
     "ControlFlow",
     "Discard",
     "InvalidJob",
+    "JobFailed",
+    "JobNotFinished",
+    "ResultTooLarge",
     "RetryIn",
     "Snooze",
     "StoreUnavailable",
@@ -47,6 +51,36 @@ class ConfigurationError(ImproperlyConfigured):
 class StoreUnavailable(AnoleJobsError):
     """The store could not be reached (a broken connection). The write may or may not have
     happened (a reply can be lost after the command ran); fenced writes make a retry safe."""
+
+
+class JobFailed(AnoleJobsError):
+    """`jobs.result` of a job that ended without completing: ``dead`` (out of attempts or
+    discarded) or ``cancelled``. `record` is the job as it ended; its last error says why."""
+
+    def __init__(self, record: Any) -> None:  # a `JobRecord` (this module imports no store)
+        last = record.errors[-1] if record.errors else None
+        why = f": {last.get('type')}: {last.get('message')}" if last else ""
+        super().__init__(f"job {record.id} ({record.kind}) ended {record.state}{why}")
+        self.record = record
+
+
+class JobNotFinished(AnoleJobsError, TimeoutError):
+    """`jobs.result` of a job that has not finished yet (at once without a timeout, after it
+    with one). `record` is the job as it stands; call again, or wait longer."""
+
+    def __init__(self, record: Any, *, waited: float | None = None) -> None:
+        if waited is None:
+            tail = "pass timeout= to wait for it"
+        else:
+            tail = f"waited {waited:g} s; wait longer, or look again later"
+        super().__init__(f"job {record.id} ({record.kind}) is {record.state}, not finished: {tail}")
+        self.record = record
+
+
+class ResultTooLarge(AnoleJobsError):
+    """A handler returned a value whose JSON is over ``MAX_RESULT_BYTES``: the attempt fails
+    with this error type (and is retried like any failure). Store large results elsewhere (a
+    file, a model) and return their key."""
 
 
 class Canceled(BaseException):  # noqa: N818 - a public name, kept as released

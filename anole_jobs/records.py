@@ -1,11 +1,21 @@
-"""Public result types: `Enqueued`, `StepReport` and its `RunRecord`s, `QueueRecord`. Leaf
-module."""
+"""Public result types: `Enqueued`, `StepReport` and its `RunRecord`s, `QueueRecord`; and a
+job's result as stored (`encode_result`, `decode_result`: see docs/results.md). Leaf module."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+from anole_jobs.errors import ResultTooLarge
+
+#: The default of ``MAX_RESULT_BYTES``: the largest result, as compact UTF-8 JSON.
+MAX_RESULT_BYTES = 1024 * 1024
+#: A NUL character's escape in JSON text (an even number of backslashes before it is text).
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 Outcome = Literal["completed", "retried", "dead", "snoozed", "interrupted", "lost"]
 OUTCOMES: tuple[Outcome, ...] = ("completed", "retried", "dead", "snoozed", "interrupted", "lost")
@@ -56,3 +66,57 @@ class QueueRecord:
     name: str
     paused: bool
     counts: Mapping[str, int]
+
+
+def encode_result(value: object, *, limit: int, where: str = "the handler") -> str | None:
+    """A handler's return value as the JSON text the store keeps, or None for None (nothing
+    is stored).
+
+    JSON is what ``json.dumps`` accepts without a custom encoder (dicts with str, int, float
+    or bool keys, lists, tuples, str, int, float, bool, None), dataclass instances of such
+    values included. Refused, as `TypeError`: anything else, NaN and infinities, and strings
+    no store can hold (NUL characters, lone surrogates). Refused as `ResultTooLarge`: JSON
+    over `limit` bytes of UTF-8.
+    """
+    if value is None:
+        return None
+    try:
+        text = json.dumps(
+            value,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+            default=_dataclass_as_dict,
+        )
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(
+            f"{where} returned a {type(value).__name__}, which is not a JSON value ({exc}); "
+            "return dicts, lists, strings, numbers, booleans or a dataclass of those"
+        ) from None
+    if "\\u0000" in text and _NUL.search(text):
+        raise TypeError(f"{where} returned a string with a NUL character, which no store keeps")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise TypeError(
+            f"{where} returned a string with a lone surrogate, which is not valid UTF-8"
+        ) from None
+    if size > limit:
+        raise ResultTooLarge(
+            f"{where} returned {size} bytes of JSON, more than the {limit} bytes "
+            "MAX_RESULT_BYTES allows; store large data elsewhere (a file, a model) and return "
+            "its key, or raise ANOLE_JOBS['MAX_RESULT_BYTES']"
+        )
+    return text
+
+
+def decode_result(text: str | bytes | None) -> Any:
+    """The stored JSON text of a result as a value (None when there is none)."""
+    return None if text is None else json.loads(text)
+
+
+def _dataclass_as_dict(value: object) -> object:
+    """``json.dumps``'s `default`: a dataclass instance (at any depth) as a dict."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

@@ -24,11 +24,12 @@ from anole_jobs import codec, events, tracing
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import Settings
 from anole_jobs.durations import Duration, to_timedelta
-from anole_jobs.errors import InvalidJob
+from anole_jobs.errors import InvalidJob, JobFailed, JobNotFinished
 from anole_jobs.kinds import KindSpec, Registry, check_name, check_priority, spec_of
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
 from anole_jobs.stores.base import (
+    FINAL_STATES,
     LIST_LIMIT_MAX,
     STATES,
     JobRecord,
@@ -424,6 +425,33 @@ class JobService:
     def counts(self) -> dict[str, dict[str, int]]:
         return self.store.counts()
 
+    def result(self, job_id: int, *, timeout: Duration | None = None) -> Any:
+        """The result of job `job_id` once completed (see `jobs.result`)."""
+        job_id = _job_id(job_id)
+        if timeout is None:
+            return _result_of(job_id, self.store.get(job_id), waited=None)
+        seconds = max(to_timedelta(timeout, name="timeout").total_seconds(), 0.0)
+        record = self.store.get(job_id)
+        if record is None or record.state in FINAL_STATES or seconds == 0:
+            return _result_of(job_id, record, waited=seconds)
+        deadline = monotonic() + seconds
+        poll = max(self.store.finished_poll, MIN_RESULT_POLL)
+        # Subscribed before it looks again: a finish between the look and the wait still
+        # wakes it. Between wake-ups it looks every `poll` seconds (a message can be lost).
+        subscription = self.store.subscribe_finished([job_id])
+        try:
+            while True:
+                record = self.store.get(job_id)
+                if record is None or record.state in FINAL_STATES:
+                    break
+                remaining = deadline - monotonic()
+                if remaining <= 0:
+                    break
+                subscription.wait(min(remaining, poll))
+        finally:
+            subscription.close()
+        return _result_of(job_id, record, waited=seconds)
+
     def retry(self, job_id: int) -> JobRecord | None:
         return self.store.retry(_job_id(job_id), now=self.clock())
 
@@ -531,6 +559,21 @@ class JobService:
             paused=name in self.store.paused_queues(),
             counts=self.store.counts().get(name, {}),
         )
+
+
+#: The shortest interval at which a result waiter looks again without a wake-up.
+MIN_RESULT_POLL = 0.1
+
+
+def _result_of(job_id: int, record: JobRecord | None, *, waited: float | None) -> Any:
+    """A job's result, or the error that says why there is none (yet)."""
+    if record is None:
+        raise LookupError(f"no job with id {job_id} (never enqueued, deleted or pruned)")
+    if record.state == "completed":
+        return record.result
+    if record.state in FINAL_STATES:
+        raise JobFailed(record)
+    raise JobNotFinished(record, waited=waited)
 
 
 def _storable(text: str) -> bool:

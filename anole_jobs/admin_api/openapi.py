@@ -53,6 +53,10 @@ SCHEMAS: dict[str, Any] = {
             "attempted_at": _TIME,
             "finished_at": _TIME,
             "unique_key": {"type": ["string", "null"]},
+            "result": {
+                "description": "A completed job's result: its handler's JSON return value "
+                "(null before completion, when it returned None, or when it ended otherwise)"
+            },
         },
     },
     "JobPage": {

@@ -43,6 +43,7 @@ def job(record: JobRecord) -> dict[str, Any]:
         "attempted_at": iso(record.attempted_at),
         "finished_at": iso(record.finished_at),
         "unique_key": record.unique_key,
+        "result": record.result,
     }
 
 

@@ -22,6 +22,7 @@ to the login page (see `access`), a refused logged-in one gets 403.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -289,8 +290,14 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
             "span_id": span_id,
             "can_cancel": record.state in (*WAITING, "running"),
             "notice": _notice(request),
+            "result_json": _pretty_json(record.result),
         },
     )
+
+
+def _pretty_json(value: Any) -> str | None:
+    """A job's result as indented JSON for the page (None: there is none)."""
+    return None if value is None else json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _job_action(action: Callable[[int], actions.Outcome[Any]], notice: str) -> View:

@@ -8,6 +8,12 @@ claim token that grew when it was claimed — and succeeds only if the job is st
 with exactly that attempt and token. A drain or snooze gives the attempt back, so the attempt
 alone cannot tell a stale worker from a fresh one; the token can.
 
+Finished wake-ups: `jobs.result(id, timeout=...)` waits on `subscribe_finished`. The store
+that ends a job (`finish` to a final state, `cancel`, a `rescue` that kills) tells those
+waiters once the write is committed, in this process and, on stores with cross-process
+wake-ups, in others — one message per `finish` batch, not one per job. Waiters also poll every
+`finished_poll` seconds, since a message can be lost.
+
 Wake-ups: the store that makes a job available tells the workers waiting on its queue. Its
 `insert`, `cron_advance` and `retry` wake those queues themselves once the write is committed —
 at once outside a transaction, at commit inside ``transaction.atomic(using=atomic_alias)``,
@@ -101,6 +107,9 @@ class JobRecord:
     attempted_at: datetime | None
     finished_at: datetime | None
     unique_key: str | None
+    #: The handler's return value (JSON), kept with a ``completed`` job; None before
+    #: completion, when it returned None, and for jobs that ended otherwise.
+    result: Any = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +148,8 @@ class Finish:
     `state` is the job's next state. `at` is now: it becomes `finished_at` for a final state.
     `scheduled_at` is when a retrying/scheduled/available job is next due. `error` is appended
     to the job's errors. `give_back_attempt` undoes the claim's attempt increment (snooze,
-    drain: "attempt not counted").
+    drain: "attempt not counted"). `result` is the handler's return value as JSON text, kept
+    with a ``completed`` job in the same write (None: nothing is kept).
     """
 
     run: RunRef
@@ -148,6 +158,7 @@ class Finish:
     scheduled_at: datetime | None = None
     error: ErrorEntry | None = None
     give_back_attempt: bool = False
+    result: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +185,15 @@ class CronState:
     name: str
     last_tick_at: datetime | None
     last_job_id: int | None
+
+
+def ended_ids(results: Sequence[Finish], written: Sequence[bool]) -> list[int]:
+    """The ids of the jobs a `finish` batch ended (written in a final state)."""
+    return [
+        result.run.id
+        for result, ok in zip(results, written, strict=True)
+        if ok and result.state in FINAL_STATES
+    ]
 
 
 def woken_queues(jobs: Sequence[NewJob], results: Sequence[Inserted | None]) -> set[str]:
@@ -243,7 +263,9 @@ class Store(ABC):
     @abstractmethod
     def finish(self, results: Sequence[Finish]) -> list[bool]:
         """Apply each fenced `Finish`, in as few round trips as the store allows; returns, per
-        result, whether it was written (False: the run was no longer the job's current one)."""
+        result, whether it was written (False: the run was no longer the job's current one).
+        A ``completed`` write keeps its `result` in the same write; the jobs it ends wake
+        their result waiters (see "Finished wake-ups")."""
 
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
         """Replace the meta of the job `run` is running with `meta` (JSON), fenced like
@@ -389,6 +411,36 @@ class Store(ABC):
         if hub is None:
             hub = self.__dict__.setdefault("_wakeup_hub", WakeupHub())
         return hub
+
+    # -- finished wake-ups (result waiters) ------------------------------------------------
+    #: How often a result waiter looks again without a wake-up (a lost message, a store with
+    #: no cross-process wake-ups). Never below 0.1 s.
+    finished_poll: float = 1.0
+
+    def subscribe_finished(self, job_ids: Collection[int]) -> Subscription:
+        """A `Subscription` whose `wait(timeout)` returns when one of `job_ids` may have
+        finished (its names are the ids as strings). Stores with cross-process wake-ups start
+        their listener for finished jobs here (once per store, only in processes that wait)."""
+        return self.finished_wakeups.subscribe([str(job_id) for job_id in job_ids])
+
+    @property
+    def finished_wakeups(self) -> WakeupHub:
+        """This process's waiters for finished jobs, by job id."""
+        hub: WakeupHub | None = self.__dict__.get("_finished_hub")
+        if hub is None:
+            hub = self.__dict__.setdefault("_finished_hub", WakeupHub())
+        return hub
+
+    def wake_finished(self, job_ids: Collection[int]) -> None:
+        """Tell this process's result waiters that `job_ids` ended (or were deleted)."""
+        hub: WakeupHub | None = self.__dict__.get("_finished_hub")
+        if hub is not None and job_ids and hub.has_subscribers():
+            hub.wake([str(job_id) for job_id in job_ids])
+
+    def waits_for_finished(self) -> bool:
+        """Whether a result waiter of this process is subscribed (nothing to build if not)."""
+        hub: WakeupHub | None = self.__dict__.get("_finished_hub")
+        return hub is not None and hub.has_subscribers()
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -28,7 +28,16 @@ from anole_jobs.stores.wakeups import WakeupHub
 
 #: Contract methods forwarded without a timing: they hand out a handle or are hooks, not
 #: calls whose duration says anything about the store.
-UNTIMED = frozenset({"subscribe", "close", "relax_claim_durability"})
+UNTIMED = frozenset(
+    {
+        "subscribe",
+        "subscribe_finished",
+        "wake_finished",
+        "waits_for_finished",
+        "close",
+        "relax_claim_durability",
+    }
+)
 
 
 class InstrumentedStore(Store):
@@ -49,6 +58,11 @@ class InstrumentedStore(Store):
     def wakeups(self) -> WakeupHub:
         """The wrapped store's hub, never a second one."""
         return self.inner.wakeups
+
+    @property
+    def finished_wakeups(self) -> WakeupHub:
+        """The wrapped store's hub of result waiters, never a second one."""
+        return self.inner.finished_wakeups
 
     def _timed(self, method: str, call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         started = self.timer()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from anole_jobs.records import decode_result
 from anole_jobs.stores.base import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
@@ -31,6 +32,7 @@ from anole_jobs.stores.base import (
     RunRef,
     State,
     Store,
+    ended_ids,
     woken_queues,
 )
 
@@ -56,6 +58,7 @@ class _Row:
     token: int = 0
     lease_until: datetime | None = None
     claimed_by: str | None = None
+    result: str | None = None  # JSON text, as the other stores keep it
     extra: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> JobRecord:
@@ -75,6 +78,7 @@ class _Row:
             attempted_at=self.attempted_at,
             finished_at=self.finished_at,
             unique_key=self.unique_key,
+            result=decode_result(self.result),
         )
 
     def holds_unique(self) -> bool:
@@ -272,7 +276,10 @@ class MemoryStore(Store):
 
     def finish(self, results: Sequence[Finish]) -> list[bool]:
         with self._lock:
-            return [self._finish_one(result) for result in results]
+            written = [self._finish_one(result) for result in results]
+        if self.waits_for_finished():
+            self.wake_finished(ended_ids(results, written))
+        return written
 
     def _finish_one(self, result: Finish) -> bool:
         row = self._rows.get(result.run.id)
@@ -286,6 +293,8 @@ class MemoryStore(Store):
             row.attempt -= 1
         if result.state in FINAL_STATES:
             row.finished_at = result.at
+        if result.state == "completed":
+            row.result = result.result
         if result.scheduled_at is not None:
             row.scheduled_at = result.scheduled_at
         self._release_unique(row)
@@ -340,6 +349,7 @@ class MemoryStore(Store):
                     self._set_state(row, "available")
                     row.scheduled_at = now
                 rescued.append(Rescued(id=row.id, kind=row.kind, queue=row.queue, state=row.state))
+        self.wake_finished([r.id for r in rescued if r.state == "dead"])
         return rescued
 
     def prune(
@@ -454,6 +464,7 @@ class MemoryStore(Store):
             row.scheduled_at = now
             row.finished_at = None
             row.lease_until = None
+            row.result = None  # it runs again: its result will be the next completion's
             record = row.record()
         self._wake_now({record.queue})
         return record
@@ -463,12 +474,16 @@ class MemoryStore(Store):
             row = self._rows.get(job_id)
             if row is None:
                 return None
-            if row.state in LIVE_STATES:
+            cancelled = row.state in LIVE_STATES
+            if cancelled:
                 self._set_state(row, "cancelled")
                 row.finished_at = now
                 row.lease_until = None
                 self._release_unique(row)
-            return row.record()
+            record = row.record()
+        if cancelled:
+            self.wake_finished([job_id])
+        return record
 
     def delete(self, job_id: int) -> bool:
         with self._lock:
@@ -478,7 +493,8 @@ class MemoryStore(Store):
             self._forget(row)
             if row.unique_key is not None and self._unique.get(row.unique_key) == job_id:
                 del self._unique[row.unique_key]
-            return True
+        self.wake_finished([job_id])
+        return True
 
     # -- queue pause ------------------------------------------------------------------------
     def pause(self, queue: str, *, now: datetime) -> bool:

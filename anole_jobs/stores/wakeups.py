@@ -39,6 +39,7 @@ class WakeupHub:
         subscription = Subscription(self, queues)
         with self._cond:
             self._subscriptions.append(subscription)
+            self._cond.notify_all()  # for `wait_for_subscribers`
         return subscription
 
     def _remove(self, subscription: Subscription) -> None:
@@ -46,6 +47,17 @@ class WakeupHub:
             if subscription in self._subscriptions:
                 self._subscriptions.remove(subscription)
             self._cond.notify_all()
+
+    def wait_for_subscribers(self, timeout: float) -> bool:
+        """Block until someone is subscribed, or `timeout` seconds pass (tests start a waiter
+        in a thread, then act once it waits)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: bool(self._subscriptions), timeout)
+
+    def has_subscribers(self) -> bool:
+        """Whether anyone waits (read without the lock: a waiter subscribes before it looks,
+        so one that subscribed after this read finds the write done)."""
+        return bool(self._subscriptions)
 
     def wake(self, queues: Collection[str]) -> None:
         """Wake the waiters of `queues` (all waiters when `queues` is empty)."""

@@ -9,8 +9,11 @@ choose code to run.
 It sends `task_started` before the call and `task_finished` when the task is finished:
 after a success, or from inside the ``except`` block of the last attempt's failure (so
 receivers can read `sys.exc_info()`, as Django's own do). A failure with attempts left is
-not the end of the task: its result reads READY until the retry runs. A return value that is
-not JSON fails the attempt with `TypeError`, as Django's own backends fail the task.
+not the end of the task: its result reads READY until the retry runs. The return value is
+the job's result (docs/results.md), stored by the write that completes the job; one that is
+not JSON fails the attempt with `TypeError`, as Django's own backends fail the task, and one
+over ``MAX_RESULT_BYTES`` with `ResultTooLarge` — both before `task_finished` reports a
+success.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from anole_jobs.api import jobs
 from anole_jobs.errors import Canceled, InvalidJob
 from anole_jobs.job import Job
 from anole_jobs.kinds import kind, set_job_options
+from anole_jobs.records import encode_result
 from anole_jobs.tasks import compat
 from anole_jobs.tasks.results import (
     META_KEY,
@@ -161,7 +165,7 @@ def _keep_first_start(job: Job, started_at: Any) -> None:
 
 
 @jobs.handler(TaskCall)
-def run_task(job: Job, call: TaskCall) -> None:
+def run_task(job: Job, call: TaskCall) -> Any:
     try:
         task = task_as_enqueued(resolve_task(call.task), job.meta)
     except NotATask as exc:
@@ -194,13 +198,14 @@ def run_task(job: Job, call: TaskCall) -> None:
         else:
             value = task.call(*call.args, **call.kwargs)
         output = json_return_value(call.task, value)
-        if output is not None:
-            try:
-                job.record_output(output)
-            except InvalidJob as exc:  # JSON to Django, not to the store (a NUL in a string)
-                raise TypeError(
-                    f"task {call.task}: its return value cannot be stored: {exc}"
-                ) from None
+        # What the runtime will store, checked here so a value it refuses fails the attempt
+        # before the signals call it a success (JSON to Django may still be refused by the
+        # store: a NUL in a string, a result over MAX_RESULT_BYTES).
+        encode_result(
+            output,
+            limit=jobs.service.settings.max_result_bytes,
+            where=f"task {call.task}",
+        )
     except Exception as exc:
         _keep_first_start(job, started_at)
         if job.attempt >= job.max_attempts:
@@ -218,3 +223,4 @@ def run_task(job: Job, call: TaskCall) -> None:
         _return_value=output,
     )
     compat.task_finished.send(sender=sender, task_result=result)
+    return output

@@ -8,7 +8,10 @@ first attempt's start (``started_at``; the row keeps only the latest attempt's).
 States map as Django's contract reads them:
 
     scheduled, available, retrying -> READY      running -> RUNNING
-    completed -> SUCCESSFUL (return value from meta["output"])      dead, cancelled -> FAILED
+    completed -> SUCCESSFUL (return value: the job's result)      dead, cancelled -> FAILED
+
+The return value is the job's stored result; a job completed before results were stored
+kept it in ``meta["output"]``, which is read when the job has no result.
 
 A running attempt is not counted in ``attempts`` (Django: "if the task is currently running,
 it does not count as an attempt").
@@ -51,6 +54,7 @@ _OWN_ERRORS = {
     "LeaseExpired": "anole_jobs.errors.Canceled",
     "Discarded": "anole_jobs.errors.Discard",
     "RetryIn": "anole_jobs.errors.RetryIn",
+    "ResultTooLarge": "anole_jobs.errors.ResultTooLarge",
 }
 
 
@@ -149,6 +153,9 @@ def task_result(task: Any, record: JobRecord, *, backend: str) -> Any:
         worker_ids=[WORKER_ID] * max(attempts, 0),
     )
     if record.state == "completed":
+        value = record.result
+        if value is None:
+            value = record.meta.get("output")  # kept there by earlier versions
         # TaskResult is frozen; Django's own backends set the return value the same way.
-        object.__setattr__(result, "_return_value", record.meta.get("output"))
+        object.__setattr__(result, "_return_value", value)
     return result

@@ -1,12 +1,16 @@
 """One attempt of one claimed job, as a pipeline of named steps:
 
-    span -> RUN_STARTED -> decode -> call (cancel, timeout) -> decide -> count drains
-         -> (the caller writes, fenced) -> outcomes.record
+    span -> RUN_STARTED -> decode -> call (cancel, timeout) -> decide (and encode the
+         result) -> count drains -> (the caller writes, fenced) -> outcomes.record
          -> (the caller, once the write is handed on) report a failed attempt
 
 `Executor.run` returns an `Attempt` (see `outcomes`): the `Finish` to write (None when nothing
 may be written) and the outcome to report. Writing is the caller's, so a worker pool can batch
 the writes of many attempts into one round trip; recording is `outcomes`'.
+
+A handler's return value is the job's result: encoded here (JSON, at most MAX_RESULT_BYTES),
+it rides in the completing `Finish`, so it is stored by the same write. One that cannot be
+stored fails the attempt (`TypeError`, `ResultTooLarge`), retried like any failure.
 
 The kind's timeout is a deadline on the run's `CancelScope`, checked at every wait, so the
 runtime and `jobs.step()` enforce it alike (an async handler's `await` is bounded by it too).
@@ -28,10 +32,10 @@ from django.db import transaction
 from anole_jobs import codec, events, reporting, tracing
 from anole_jobs.backoff import default_backoff
 from anole_jobs.clock import monotonic
-from anole_jobs.errors import Canceled, Discard, RetryIn, Snooze
+from anole_jobs.errors import Canceled, Discard, ResultTooLarge, RetryIn, Snooze
 from anole_jobs.job import Job
 from anole_jobs.kinds import HandlerSpec
-from anole_jobs.records import Outcome
+from anole_jobs.records import Outcome, encode_result
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish
 from anole_jobs.worker import drained
@@ -162,9 +166,10 @@ class Executor:
             attempt=claimed.run.attempt,
         )
         error: BaseException | None = None
+        value: Any = None
         try:
             with span.activate():
-                self._call(handler, job, scope)
+                value = self._call(handler, job, scope)
         except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
             # SystemExit, KeyboardInterrupt, GeneratorExit and a user's own BaseException too:
             # a handler cannot stop its worker; it fails its attempt like any error. (Signals
@@ -173,7 +178,16 @@ class Executor:
         seconds = monotonic() - started
         if control.completion_requested:
             return self._after_complete_in(claimed, control, error, seconds, span)
-        outcome, finish = self.decide(claimed, job, handler, error, scope)
+        if error is None and value is not None:
+            try:  # a result that cannot be stored fails the attempt like a raised error
+                value = encode_result(
+                    value,
+                    limit=self.service.settings.max_result_bytes,
+                    where=f"the handler of {job.kind}",
+                )
+            except (TypeError, ResultTooLarge) as exc:
+                error = exc
+        outcome, finish = self.decide(claimed, job, handler, error, scope, value)
         self._count_drains(claimed, control, outcome, finish)
         return Attempt(
             claimed=claimed,
@@ -185,31 +199,30 @@ class Executor:
         )
 
     # -- call --------------------------------------------------------------------------------
-    def _call(self, handler: HandlerSpec, job: Job, scope: CancelScope) -> None:
+    def _call(self, handler: HandlerSpec, job: Job, scope: CancelScope) -> Any:
+        """Run the handler; its return value."""
         try:
             args: Any = codec.decode_args(handler.kind.args_type, job.args)
         except codec.DecodeError as exc:
             raise Discard(str(exc)) from None
         if handler.is_async:
-            self._call_async(handler, job, args, scope)
-            return
+            return self._call_async(handler, job, args, scope)
         with cancel_on_queries(scope):
             scope.check()
-            handler.func(job, args)
+            return handler.func(job, args)
 
-    def _call_async(self, handler: HandlerSpec, job: Job, args: Any, scope: CancelScope) -> None:
-        async def guarded() -> BaseException | None:
+    def _call_async(self, handler: HandlerSpec, job: Job, args: Any, scope: CancelScope) -> Any:
+        async def guarded() -> tuple[Any, BaseException | None]:
             # asyncio lets SystemExit and KeyboardInterrupt out of a task through the event
             # loop itself (leaving the loop's other tasks to be torn down noisily); caught
             # here, in the handler's own task, they come back as a value and are raised
             # once the loop has ended cleanly.
             try:
-                await handler.func(job, args)
+                return await handler.func(job, args), None
             except (SystemExit, KeyboardInterrupt) as exc:
-                return exc
-            return None
+                return None, exc
 
-        async def main() -> BaseException | None:
+        async def main() -> tuple[Any, BaseException | None]:
             task = asyncio.ensure_future(guarded())
             loop = asyncio.get_running_loop()
 
@@ -226,9 +239,10 @@ class Executor:
                 raise Canceled(scope.reason or "canceled") from None
 
         scope.check()
-        escaped = asyncio.run(main())
+        value, escaped = asyncio.run(main())
         if escaped is not None:
             raise escaped
+        return value
 
     # -- decide ------------------------------------------------------------------------------
     def decide(
@@ -238,13 +252,16 @@ class Executor:
         handler: HandlerSpec,
         error: BaseException | None,
         scope: CancelScope,
+        value: Any = None,
     ) -> tuple[Outcome, Finish | None]:
-        """Map how the handler ended to an outcome and the write that records it."""
+        """Map how the handler ended (raised `error`, or returned `value`) to an outcome and
+        the write that records it."""
         now = self.service.clock()
         run = claimed.run
         if error is None:
             # A handler that swallowed its Canceled and returned is completed: it returned.
-            return "completed", Finish(run=run, state="completed", at=now)
+            # `value` is its result already encoded (JSON text), or None: nothing to store.
+            return "completed", Finish(run=run, state="completed", at=now, result=value)
         if isinstance(error, Snooze):
             return "snoozed", Finish(
                 run=run,
@@ -396,6 +413,8 @@ class Executor:
 
 
 def _type_name(error: BaseException) -> str:
+    if isinstance(error, ResultTooLarge):
+        return "ResultTooLarge"  # as the runtime's own check names it
     cls = type(error)
     if cls.__module__ in ("builtins", "__main__"):
         return cls.__qualname__

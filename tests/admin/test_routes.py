@@ -135,6 +135,7 @@ def test_a_job_answers_every_record_field_with_utc_iso_times(env, staff):
         "attempted_at": None,
         "finished_at": None,
         "unique_key": None,
+        "result": None,
     }
     assert body["created_at"].endswith("+00:00")
 

@@ -215,7 +215,12 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
         applied = db.execute(
             "SELECT name FROM django_migrations WHERE app = 'anole_jobs' ORDER BY name"
         )
-        assert [name for (name,) in applied] == ["0001_initial", "0002_queue", "0003_counts"]
+        assert [name for (name,) in applied] == [
+            "0001_initial",
+            "0002_queue",
+            "0003_counts",
+            "0004_result",
+        ]
 
 
 @pytest.mark.django_db(databases=["default"], transaction=True)
@@ -283,7 +288,7 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
             cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 32 and len(expected["indexes"]) == 16
+    assert len(expected["columns"]) == 33 and len(expected["indexes"]) == 16
     assert len(expected["triggers"]) == 4 and len(expected["functions"]) == 1
     assert built == expected
 

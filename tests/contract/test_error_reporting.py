@@ -22,6 +22,7 @@ from anole_jobs.errors import Discard
 from anole_jobs.reporting import FailureContext, TimedOut
 from tests.sampleapp.e2e_jobs import WaitAsyncQuickTimeout, WaitQuickTimeout
 from tests.sampleapp.jobs import HOOKS, AsyncWork, Work
+from tests.sampleapp.result_jobs import Returns
 
 
 @dataclass
@@ -139,6 +140,22 @@ def test_an_async_handlers_failure_is_reported(env: Any, reports: Reports) -> No
     assert type(error) is ValueError and str(error) == "async failure"
     assert (context.job_id, context.kind, context.attempt) == (job_id, "test.async", 1)
     assert error.__traceback__ is not None  # Sentry and peers show where it was raised
+
+
+def test_a_result_that_cannot_be_stored_is_reported_like_an_error(
+    env: Any, reports: Reports
+) -> None:
+    # The handler returned, but its value is not JSON: the attempt failed, so it is reported.
+    env.configure(MAX_RESULT_BYTES=32, ERROR_REPORTER=reports)
+    not_json = env.jobs.enqueue(Returns(hook=hook(lambda job, args: {1, 2}))).id
+    too_large = env.jobs.enqueue(Returns(value=json.dumps("x" * 64))).id
+
+    assert env.jobs.step().outcomes() == {not_json: "retried", too_large: "retried"}
+
+    reported = {context.job_id: type(error).__name__ for error, context in reports.calls}
+    assert reported == {not_json: "TypeError", too_large: "ResultTooLarge"}
+    stored = {job_id: env.jobs.get(job_id).errors[-1]["type"] for job_id in reported}
+    assert stored == reported
 
 
 def test_a_timeout_is_reported_as_timed_out_for_sync_and_async_handlers(

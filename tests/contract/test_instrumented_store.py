@@ -161,6 +161,7 @@ def test_the_contracts_attributes_are_the_wrapped_stores():
     assert {name: getattr(store, name) for name in instrumented.CONTRACT_ATTRIBUTES} == {
         "atomic_alias": "recorded-alias",
         "name": "recorder",
+        "finished_poll": 1.0,  # the contract's default: Recorder does not set it
     }
 
 

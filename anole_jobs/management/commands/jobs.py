@@ -227,6 +227,15 @@ class Command(BaseCommand):
             lines.append(f"unique key    {record.unique_key}")
         lines.append("args          " + json.dumps(record.args, indent=2).replace("\n", "\n  "))
         lines.append("meta          " + json.dumps(record.meta, indent=2).replace("\n", "\n  "))
+        if record.state == "completed":
+            lines.append(
+                "result        "
+                + (
+                    "none (the handler returned None)"
+                    if record.result is None
+                    else json.dumps(record.result, indent=2).replace("\n", "\n  ")
+                )
+            )
         for error in record.errors:
             lines.append(
                 f"error (attempt {error.get('attempt')}, {error.get('at')}): "

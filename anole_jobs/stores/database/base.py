@@ -52,8 +52,9 @@ from anole_jobs.stores.base import (
     NewJob,
     RunRef,
     Store,
+    ended_ids,
 )
-from anole_jobs.stores.database.ddl import channel, tables
+from anole_jobs.stores.database.ddl import channel, done_channel, tables
 
 #: The columns every read selects, in `_record`'s order.
 COLUMNS = (
@@ -74,6 +75,7 @@ COLUMNS = (
     "unique_key",
     "claim_token",
     "lease_until",
+    "result",
 )
 #: The election `lead` takes part in (one row of the leader table).
 LEADER_NAME = "leader"
@@ -122,6 +124,8 @@ class SQLStore(Store):
         self.count_table = f'"{self.tables.count}"'
         #: The LISTEN/NOTIFY channel (PostgreSQL); a listener thread subscribes to it.
         self.channel = channel(self.prefix)
+        #: The channel of finished jobs (payload: their ids), for result waiters.
+        self.done_channel = done_channel(self.prefix)
         self.notify = False
         self._local = threading.local()
 
@@ -221,6 +225,7 @@ class SQLStore(Store):
             attempted_at=self.decode_time(row[12]),
             finished_at=self.decode_time(row[13]),
             unique_key=row[14],
+            result=decode_json(row[17]) if row[17] is not None else None,
         )
 
     def claimed_job(self, row: Sequence[Any], now: datetime, lease_until: datetime) -> ClaimedJob:
@@ -324,6 +329,8 @@ class SQLStore(Store):
             for chunk in _distinct_chunks(results):
                 ids = self.finish_rows(cursor, chunk)
                 written.extend(result.run.id in ids for result in chunk)
+        if self.waits_for_finished():
+            self.finished_at_commit(ended_ids(results, written))
         return written
 
     #: How a JSON parameter is written in SQL (PostgreSQL casts the text to jsonb).
@@ -517,6 +524,7 @@ class SQLStore(Store):
                 row = self.fetch_one(
                     f"UPDATE {table} SET state = 'available', scheduled_at = %s,"
                     " finished_at = NULL, lease_until = NULL, unique_lock = unique_key,"
+                    " result = NULL,"
                     " max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1"
                     " ELSE max_attempts END"
                     " WHERE id = %s AND (unique_key IS NULL OR unique_lock IS NOT NULL"
@@ -542,12 +550,22 @@ class SQLStore(Store):
             f" WHERE id = %s AND state IN ({LIVE}) RETURNING {self.select()}",
             [self.encode_time(now), job_id],
         )
-        return self.record(row) if row is not None else self.get(job_id)
+        if row is None:
+            return self.get(job_id)
+        # After the write (delivered at commit inside a transaction): a waiter that hears
+        # it finds the job cancelled.
+        self.send_done_notify([job_id])
+        self.finished_at_commit([job_id])
+        return self.record(row)
 
     def delete(self, job_id: int) -> bool:
         with self.cursor() as cursor:
             cursor.execute(f"DELETE FROM {self.job_table} WHERE id = %s", [job_id])
-            return cursor.rowcount > 0
+            deleted = cursor.rowcount > 0
+        if deleted:
+            self.send_done_notify([job_id])
+            self.finished_at_commit([job_id])
+        return deleted
 
     # -- queue pause ------------------------------------------------------------------------
     def pause(self, queue: str, *, now: datetime) -> bool:
@@ -595,6 +613,20 @@ class SQLStore(Store):
     def send_notify(self, queues: Sequence[str]) -> None:
         """Tell other processes (no-op but on PostgreSQL with NOTIFY on); inside a transaction
         the server delivers it at commit."""
+
+    def send_done_notify(self, job_ids: Sequence[int]) -> None:
+        """Tell other processes' result waiters that `job_ids` ended (as `send_notify`). The
+        batched `finish` sends its own from its statement."""
+
+    def finished_at_commit(self, job_ids: Collection[int]) -> None:
+        """Wake this process's result waiters of `job_ids` once the write just made is
+        committed (as `wake_at_commit`)."""
+        if not job_ids or not self.waits_for_finished():
+            return
+        if self.connection.in_atomic_block:
+            transaction.on_commit(lambda: self.wake_finished(job_ids), using=self.alias)
+        else:
+            self.wake_finished(job_ids)
 
 
 def _distinct_chunks(results: Sequence[Finish]) -> Iterator[list[Finish]]:

@@ -93,6 +93,12 @@ def channel(prefix: str) -> str:
     return prefix + "wake"
 
 
+def done_channel(prefix: str) -> str:
+    """The PostgreSQL NOTIFY channel of finished jobs (payload: their ids, comma-separated, or
+    "" for "look again at every job you wait for")."""
+    return prefix + "done"
+
+
 def index_name(prefix: str, suffix: str) -> str:
     """``prefix + suffix`` when Django accepts it as an index name, else a short stand-in.
 
@@ -411,10 +417,28 @@ def _table_statements(vendor: str, prefix: str) -> list[str]:
     return created + [_index_sql(prefix, names.job, spec) for spec in JOB_INDEXES]
 
 
+#: The job table's ``result`` column (migration 0004), as Django's schema editor adds it.
+_RESULT_COLUMN = {
+    "postgresql": '"result" jsonb NULL',
+    "sqlite": '"result" text NULL CHECK ((JSON_VALID("result") OR "result" IS NULL))',
+}
+
+
+def result_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Migration 0004: the column that keeps a completed job's result (JSON, NULL for none).
+    Adding a nullable column rewrites no row on either database."""
+    _check(vendor, prefix)
+    return [f'ALTER TABLE "{tables(prefix).job}" ADD COLUMN {_RESULT_COLUMN[vendor]}']
+
+
 def statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     """`sql()` as a list of statements, without their ``;`` (a function body holds some)."""
     _check(vendor, prefix)
-    return _table_statements(vendor, prefix) + count_statements(vendor, prefix)
+    return (
+        _table_statements(vendor, prefix)
+        + count_statements(vendor, prefix)
+        + result_statements(vendor, prefix)
+    )
 
 
 def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
@@ -422,8 +446,13 @@ def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
     `vendor` ("postgresql" or "sqlite") and table `prefix`: what the migrations do, for
     ``MIGRATE=False`` users who manage their schema themselves. Statements end with ``;`` and
     a newline; the part of migration 0003 (the job counts) starts at the line
-    ``-- job counts (migration 0003)``."""
+    ``-- job counts (migration 0003)``, that of migration 0004 (job results) at
+    ``-- job results (migration 0004)``."""
     _check(vendor, prefix)
     tables_part = "".join(s + ";\n" for s in _table_statements(vendor, prefix))
     counts_part = "".join(s + ";\n" for s in count_statements(vendor, prefix))
-    return f"{tables_part}-- job counts (migration 0003)\n{counts_part}"
+    results_part = "".join(s + ";\n" for s in result_statements(vendor, prefix))
+    return (
+        f"{tables_part}-- job counts (migration 0003)\n{counts_part}"
+        f"-- job results (migration 0004)\n{results_part}"
+    )

@@ -77,6 +77,8 @@ class Job(models.Model):
     unique_key = models.TextField(null=True)
     unique_scope = models.CharField(max_length=8, default="live")
     unique_lock = models.TextField(null=True)
+    #: A completed job's result: its handler's return value (NULL when it returned None).
+    result = models.JSONField(null=True)
 
     class Meta:
         app_label = "anole_jobs"

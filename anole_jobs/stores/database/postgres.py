@@ -67,6 +67,10 @@ def _from_micros(value: int | None) -> datetime | None:
     return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
+#: The longest NOTIFY payload sent (PostgreSQL refuses 8000 bytes or more).
+NOTIFY_PAYLOAD_MAX = 7900
+
+
 def _as_is(value: Any) -> Any:
     return value
 
@@ -82,7 +86,10 @@ class PostgresStore(SQLStore):
         self.notify = settings.notify
         self.leadership = AdvisoryLeadership(alias, self.prefix)
         self._listener: Listener | None = None
+        self._done_listener: Listener | None = None
         self._listener_lock = threading.Lock()
+        # Without NOTIFY, result waiters in other processes learn of a finish by polling.
+        self.finished_poll = 1.0 if self.notify else 0.25
 
     # -- claims: no wait for the WAL flush on a claim-only connection ----------------------
     def relax_claim_durability(self) -> None:
@@ -115,11 +122,29 @@ class PostgresStore(SQLStore):
                     self._listener.start()
         return subscription
 
+    def subscribe_finished(self, job_ids: Collection[int]) -> Subscription:
+        subscription = super().subscribe_finished(job_ids)
+        if self.notify:
+            with self._listener_lock:
+                if self._done_listener is None:
+                    self._done_listener = Listener(
+                        self.alias, self.done_channel, self._deliver_done
+                    )
+                    self._done_listener.start()
+        return subscription
+
+    def _deliver_done(self, payloads: list[str]) -> None:
+        # A payload is ids joined by commas; none (a reconnection, or "") wakes every waiter.
+        ids = [job_id for payload in payloads for job_id in payload.split(",") if job_id]
+        self.finished_wakeups.wake(ids)
+
     def close(self) -> None:
         with self._listener_lock:
-            listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.stop()
+            listeners = [self._listener, self._done_listener]
+            self._listener = self._done_listener = None
+        for listener in listeners:
+            if listener is not None:
+                listener.stop()
         self.leadership.close()
 
     # -- vendor hooks ----------------------------------------------------------------------
@@ -146,6 +171,14 @@ class PostgresStore(SQLStore):
             cursor.execute(
                 "SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q",
                 [self.channel, list(queues) or [""]],
+            )
+
+    def send_done_notify(self, job_ids: Sequence[int]) -> None:
+        if not self.notify or not job_ids:
+            return
+        with self.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_notify(%s, %s)", [self.done_channel, ",".join(map(str, job_ids))]
             )
 
     # -- statements ------------------------------------------------------------------------
@@ -272,11 +305,12 @@ class PostgresStore(SQLStore):
                     r.scheduled_at.isoformat() if r.scheduled_at is not None else None,
                     r.error.as_json() if r.error is not None else None,
                     1 if r.give_back_attempt else 0,
+                    r.result,
                 ]
                 for r in results
             ]
         )
-        cursor.execute(
+        update = (
             f"UPDATE {self.job_table} AS j SET state = f.state, lease_until = NULL,"
             " attempt = j.attempt - f.give_back,"
             " errors = CASE WHEN f.error IS NULL THEN j.errors"
@@ -284,14 +318,28 @@ class PostgresStore(SQLStore):
             f" finished_at = CASE WHEN f.state IN ({FINAL}) THEN f.at ELSE j.finished_at END,"
             " scheduled_at = COALESCE(f.scheduled_at, j.scheduled_at),"
             f" unique_lock = CASE WHEN f.state IN ({FINAL}) AND j.unique_scope <> 'any'"
-            " THEN NULL ELSE j.unique_lock END"
+            " THEN NULL ELSE j.unique_lock END,"
+            " result = CASE WHEN f.state = 'completed' THEN f.result ELSE j.result END"
             " FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS attempt,"
             " (r->>2)::bigint AS token, r->>3 AS state, (r->>4)::timestamptz AS at,"
             " (r->>5)::timestamptz AS scheduled_at, NULLIF(r->6, 'null'::jsonb) AS error,"
-            " (r->>7)::int AS give_back FROM jsonb_array_elements(%s::jsonb) AS e(r)) AS f"
+            " (r->>7)::int AS give_back, (r->>8)::jsonb AS result"
+            " FROM jsonb_array_elements(%s::jsonb) AS e(r)) AS f"
             " WHERE j.id = f.id AND j.attempt = f.attempt AND j.claim_token = f.token"
-            " AND j.state = 'running' RETURNING j.id",
-            [batch],
+            " AND j.state = 'running' RETURNING j.id, j.state"
+        )
+        if not self.notify:
+            cursor.execute(update, [batch])
+            return {row[0] for row in cursor.fetchall()}
+        # The ids of the jobs this batch ended go out as ONE notification from the same
+        # statement (delivered at commit), for result waiters in other processes; a payload
+        # over PostgreSQL's limit says "look again at every job you wait for" ("").
+        cursor.execute(
+            f"WITH upd AS ({update}), done AS (SELECT pg_notify(%s, CASE WHEN length(s) <="
+            f" {NOTIFY_PAYLOAD_MAX} THEN s ELSE '' END) FROM (SELECT string_agg(id::text, ',')"
+            f" AS s FROM upd WHERE state IN ({FINAL})) AS t WHERE s IS NOT NULL)"
+            " SELECT id FROM upd WHERE (SELECT COUNT(*) FROM done) >= 0",
+            [batch, self.done_channel],
         )
         return {row_id for (row_id,) in cursor.fetchall()}
 
@@ -363,4 +411,8 @@ class PostgresStore(SQLStore):
                 [now, limit, now.isoformat(), now, now],
             )
             rows = sorted(cursor.fetchall())
+        killed = [i for i, _, _, s in rows if s == "dead"]
+        if killed:
+            self.send_done_notify(killed)
+            self.finished_at_commit(killed)
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]

@@ -65,6 +65,8 @@ _INSERT_ONE = (
 class SqliteStore(SQLStore):
     name = "sqlite"
     vendor = "sqlite"
+    #: No cross-process wake-ups: a result waiter hears of other processes' finishes by polling.
+    finished_poll = 0.25
 
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)
@@ -210,12 +212,13 @@ class SqliteStore(SQLStore):
                     self.encode_time(r.scheduled_at),
                     error_json(r.error),
                     1 if r.give_back_attempt else 0,
+                    r.result,
                 ]
                 for r in results
             ]
         )
         names = ("f_id", "f_attempt", "f_token", "f_state", "f_at", "f_scheduled_at", "f_error")
-        row = _fields((*names, "f_give_back"))
+        row = _fields((*names, "f_give_back", "f_result"))
         cursor.execute(
             f"UPDATE {self.job_table} SET state = f_state, lease_until = NULL,"
             " attempt = attempt - f_give_back,"
@@ -224,7 +227,8 @@ class SqliteStore(SQLStore):
             f" finished_at = CASE WHEN f_state IN ({FINAL}) THEN f_at ELSE finished_at END,"
             " scheduled_at = COALESCE(f_scheduled_at, scheduled_at),"
             f" unique_lock = CASE WHEN f_state IN ({FINAL}) AND unique_scope != 'any'"
-            " THEN NULL ELSE unique_lock END"
+            " THEN NULL ELSE unique_lock END,"
+            " result = CASE WHEN f_state = 'completed' THEN f_result ELSE result END"
             f" FROM (SELECT {row} FROM json_each(%s)) AS f"
             " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
             # `+state`: keep SQLite on the primary key per batch row; through the state index
@@ -291,6 +295,7 @@ class SqliteStore(SQLStore):
                 [at, at, encode_json(batch), at],
             )
             rows = sorted(cursor.fetchall())
+        self.finished_at_commit([i for i, _, _, s in rows if s == "dead"])
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
 
 

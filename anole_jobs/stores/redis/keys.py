@@ -32,8 +32,9 @@ Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: member
 digit strings, so byte order is time order then id order, exact to the microsecond for every
 `datetime` (doubles would lose microseconds after 2255 and cannot hold years before 1970).
 Job hash fields: ``id kind queue state args meta priority attempt max errors created sched
-attempted finished lease lease_iso worker token ukey uscope`` (times as time keys; ``lease``,
-``lease_iso`` and ``worker`` describe the last claim and mean something only while running).
+attempted finished lease lease_iso worker token ukey uscope result`` (times as time keys;
+``lease``, ``lease_iso`` and ``worker`` describe the last claim and mean something only while
+running; ``result``, JSON, only on a completed job that returned a value).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ RECORD_FIELDS = (
     "finished",
     "ukey",
     "token",
+    "result",
 )
 
 
@@ -156,6 +158,10 @@ class Keys:
         """The pub/sub channel for wake-ups. Channels are server-wide (not per database), so
         the name carries the database number as well as the prefix."""
         return f"{self.prefix}wakeups:db{db}"
+
+    def done_channel(self, db: int) -> str:
+        """The pub/sub channel of finished jobs, for result waiters (as `channel`)."""
+        return f"{self.prefix}done:db{db}"
 
 
 #: The Lua half of `Keys`, plus the member encodings. `P` is the prefix (ARGV[1]).

@@ -46,6 +46,7 @@ from anole_jobs.stores.base import (
     Rescued,
     RunRef,
     Store,
+    ended_ids,
     woken_queues,
 )
 from anole_jobs.stores.redis import keys
@@ -135,6 +136,7 @@ def _record(fields: Mapping[str, bytes | str]) -> JobRecord:
         attempted_at=_optional_time(fields, "attempted"),
         finished_at=_optional_time(fields, "finished"),
         unique_key=None if unique_key is None else _text(unique_key),
+        result=_stored_json(fields.get("result"), fallback=None),
     )
 
 
@@ -172,8 +174,10 @@ class RedisStore(Store):
         self.scripts = Scripts(client)
         self.db = int(client.connection_pool.connection_kwargs.get("db", 0) or 0)
         self.channel = self.keys.channel(self.db)
+        self.done_channel = self.keys.done_channel(self.db)
         self._sender = uuid.uuid4().hex
         self._listener: Listener | None = None
+        self._done_listener: Listener | None = None
         self._listener_lock = threading.Lock()
         self._closed = False
 
@@ -314,9 +318,14 @@ class RedisStore(Store):
                     "" if result.scheduled_at is None else time_key(result.scheduled_at),
                     "" if result.error is None else _json(result.error.as_json()),
                     "1" if result.give_back_attempt else "0",
+                    result.result or "",
                 )
             )
-        return [ok == 1 for ok in self._run("finish", len(results), _json_list(flat))]
+        reply = self._run("finish", len(results), _json_list(flat), self.done_channel, self._sender)
+        written = [ok == 1 for ok in reply]
+        if self.waits_for_finished():
+            self.wake_finished(ended_ids(results, written))
+        return written
 
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
         return self._run("update_meta", run.id, run.attempt, run.token, _json(dict(meta))) == 1
@@ -342,6 +351,7 @@ class RedisStore(Store):
             return len(flat) // 4
 
         self._chunked(limit, one_call)
+        self._ended([r.id for r in rescued if r.state == "dead"])
         return rescued
 
     def prune(
@@ -464,10 +474,18 @@ class RedisStore(Store):
 
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
         encoded = self._run("cancel", job_id, time_key(now))
-        return _record(_decode(encoded)) if encoded else None
+        if not encoded:
+            return None
+        record = _record(_decode(encoded))
+        if record.state == "cancelled":
+            self._ended([job_id])
+        return record
 
     def delete(self, job_id: int) -> bool:
-        return self._run("delete", job_id) == 1
+        deleted = bool(self._run("delete", job_id) == 1)
+        if deleted:
+            self._ended([job_id])
+        return deleted
 
     # -- queue pause: one hash, read by claim.lua -------------------------------------------
     def pause(self, queue: str, *, now: datetime) -> bool:
@@ -496,6 +514,27 @@ class RedisStore(Store):
         self.listener()
         return self.wakeups.subscribe(queues)
 
+    def subscribe_finished(self, job_ids: Collection[int]) -> Subscription:
+        subscription = super().subscribe_finished(job_ids)
+        with self._listener_lock:
+            if self._done_listener is None and not self._closed:
+                self._done_listener = Listener(
+                    self.client, self.done_channel, self.finished_wakeups, self._sender
+                )
+                self._done_listener.start()
+        return subscription
+
+    def _ended(self, job_ids: Sequence[int]) -> None:
+        """Jobs an admin call or a rescue ended (or deleted): tell result waiters here and
+        in other processes (`finish` publishes from its script)."""
+        if not job_ids:
+            return
+        self.wake_finished(job_ids)
+        try:
+            self.client.publish(self.done_channel, encode(self._sender, [str(i) for i in job_ids]))
+        except Exception as exc:  # the write succeeded; waiters poll
+            logger.warning("could not publish finished jobs on %s: %s", self.done_channel, exc)
+
     def listener(self) -> Listener | None:
         """The pub/sub listener thread, started on first use (once per store). After `close()`
         none is started again: its subscriptions still get this process's wake-ups."""
@@ -510,6 +549,8 @@ class RedisStore(Store):
         """Stop the listener. The command connections belong to django-redis's pool."""
         with self._listener_lock:
             self._closed = True
-            listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.stop()
+            listeners = [self._listener, self._done_listener]
+            self._listener = self._done_listener = None
+        for listener in listeners:
+            if listener is not None:
+                listener.stop()

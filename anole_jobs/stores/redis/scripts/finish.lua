@@ -1,12 +1,15 @@
--- finish: ARGV[2] = n, [3] the n results as ONE JSON array of strings, 8 per result: id,
+-- finish: ARGV[2] = n, [3] the n results as ONE JSON array of strings, 9 per result: id,
 -- attempt, token, state, at key, scheduled_at key ('' = keep), error entry JSON ('' = none),
--- give back attempt ('1'/'0'). One argument instead of 8 per result: packing them cost the
--- client more than the script took (as for insert). Each write is fenced (the job still
--- running, with the same attempt and claim token); returns 1/0 per result.
-local out = {}
+-- give back attempt ('1'/'0'), result JSON ('' = none; kept only by a 'completed' write).
+-- [4] the channel of finished jobs, [5] the sender id. One argument instead of 9 per result:
+-- packing them cost the client more than the script took (as for insert). Each write is
+-- fenced (the job still running, with the same attempt and claim token); returns 1/0 per
+-- result. The ids of the jobs it ended are published once, and only while someone listens
+-- (result waiters), so a batch with no waiter costs nothing more.
+local out, ended = {}, {}
 local v = cjson.decode(ARGV[3])
 for k = 0, tonumber(ARGV[2]) - 1 do
-  local i = 1 + k * 8
+  local i = 1 + k * 9
   local j = load(v[i])
   if fenced(j, v[i + 1], v[i + 2]) then
     local state, at, sched, entry = v[i + 3], v[i + 4], v[i + 5], v[i + 6]
@@ -14,7 +17,11 @@ for k = 0, tonumber(ARGV[2]) - 1 do
     set(j, 'state', state)
     if entry ~= '' then append_error(j, entry) end
     if v[i + 7] == '1' then set(j, 'attempt', string.format('%d', tonumber(j.attempt) - 1)) end
-    if FINAL[state] then set(j, 'finished', at) end
+    if FINAL[state] then
+      set(j, 'finished', at)
+      ended[#ended + 1] = j.id
+    end
+    if state == 'completed' and v[i + 8] ~= '' then set(j, 'result', v[i + 8]) end
     if sched ~= '' then set(j, 'sched', sched) end
     enter(j)
     save(j)
@@ -22,5 +29,8 @@ for k = 0, tonumber(ARGV[2]) - 1 do
   else
     out[#out + 1] = 0
   end
+end
+if #ended > 0 and redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > 0 then
+  redis.call('PUBLISH', ARGV[4], cjson.encode({from = ARGV[5], queues = ended}))
 end
 return done(out)

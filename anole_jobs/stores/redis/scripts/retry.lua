@@ -16,6 +16,7 @@ end
 set(j, 'state', 'available')
 set(j, 'sched', ARGV[3])
 set(j, 'finished', false)
+set(j, 'result', false)  -- it runs again: its result will be the next completion's
 enter(j)
 save(j)
 return done(record_of(j.id))

@@ -1,0 +1,40 @@
+"""A kind whose handler returns a value, for the results tests (imported at the end of
+`tests.sampleapp.jobs`, so `runjobs` processes have it too).
+
+`value` is the JSON text of what the handler returns; `hook` names a `HOOKS` entry whose return
+value is returned instead (values JSON text cannot carry: a set, NaN, a dataclass).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from anole_jobs import Job, jobs, kind
+from tests.sampleapp.jobs import HOOKS
+
+
+@kind("test.returns", attempts=2)
+@dataclass
+class Returns:
+    value: str = "null"
+    hook: str = ""
+
+
+@jobs.handler(Returns)
+def returns(job: Job, args: Returns) -> Any:
+    if args.hook:
+        return HOOKS[args.hook](job, args)
+    return json.loads(args.value)
+
+
+@kind("test.async_returns", attempts=2)
+@dataclass
+class AsyncReturns:
+    value: str = "null"
+
+
+@jobs.handler(AsyncReturns)
+async def async_returns(job: Job, args: AsyncReturns) -> Any:
+    return json.loads(args.value)
