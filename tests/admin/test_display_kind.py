@@ -10,25 +10,16 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
 
 from anole_jobs.admin_api.openapi import document
 from anole_jobs.operations.display import TASK_KIND, display_kind
 from anole_jobs.tasks import TASK_KIND as TASKS_OWN_KIND
-from tests.admin.support import MOUNT, configure_admin
+from tests.admin.support import MOUNT
 from tests.sampleapp import tasks
 from tests.sampleapp.jobs import Work
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 SHOWN = "django.tasks: tests.sampleapp.tasks.add"
-
-
-@pytest.fixture
-def staff(env, users) -> Client:
-    configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
 
 
 def cli(*args: str) -> str:

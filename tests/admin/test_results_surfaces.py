@@ -9,22 +9,13 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
 
 from anole_jobs.admin_api.openapi import document
-from tests.admin.support import MOUNT, configure_admin
+from tests.admin.support import MOUNT
 from tests.sampleapp.result_jobs import Returns
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 VALUE = {"rows": 3, "note": "<b>bold</b>", "list": [1, 2]}
-
-
-@pytest.fixture
-def staff(env, users) -> Client:
-    configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
 
 
 def completed(env, value=VALUE) -> int:

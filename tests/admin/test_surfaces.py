@@ -18,21 +18,13 @@ from django.test import Client
 
 from anole_jobs.admin_api.openapi import document
 from anole_jobs.errors import StoreUnavailable
-from tests.admin.support import MOUNT, configure_admin
+from tests.admin.support import MOUNT
 from tests.sampleapp.jobs import Work
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 BOARD = MOUNT + "dashboard/"
 ROOT = Path(__file__).resolve().parents[2]
 JSON = {"content_type": "application/json"}
-
-
-@pytest.fixture
-def staff(env, users) -> Client:
-    configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
 
 
 def store_down(env, monkeypatch, error=None):

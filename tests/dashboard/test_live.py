@@ -18,6 +18,7 @@ from anole_jobs.errors import StoreUnavailable
 from tests.admin.support import MOUNT, configure_admin, make_users
 from tests.sampleapp import tasks
 from tests.sampleapp.jobs import Prioritized, Work
+from tests.support.clients import logged_in
 
 pytestmark = pytest.mark.django_db(databases=["default"])
 BOARD = MOUNT + "dashboard/"
@@ -32,9 +33,7 @@ def users():
 @pytest.fixture
 def staff(env, users) -> Client:
     configure_admin(env)
-    client = Client()
-    client.force_login(users["staff"])
-    return client
+    return logged_in(users["staff"])
 
 
 def unmasked(html: str) -> str:
