@@ -7,11 +7,11 @@ dashboard's browser test) is skipped with the reason when that service is absent
 run fails instead.
 
 Tiers. The default run (`make test`) is the core suite. The slow tiers — ``chaos`` (real
-processes killed and stores cut off), ``fuzz`` (generated hostile requests to the admin
-surfaces) and ``browser`` (Chromium driving the dashboard) — are left out unless one of these
-asks for them:
+processes killed and stores cut off), ``e2e`` (real `runjobs` processes started, signalled and
+read back), ``fuzz`` (generated hostile requests to the admin surfaces) and ``browser``
+(Chromium driving the dashboard) — are left out unless one of these asks for them:
 
-- ``ANOLE_TEST_TIERS=all`` (or a list: ``chaos,fuzz,browser``), as CI does;
+- ``ANOLE_TEST_TIERS=all`` (or a list: ``chaos,e2e,fuzz,browser``), as CI does;
 - a marker expression of your own, e.g. ``pytest -m chaos`` or ``pytest -m "not chaos"``;
 - naming their files or folders, e.g. ``pytest tests/chaos``.
 """
@@ -41,6 +41,7 @@ CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 #: The slow tiers, each a marker, and what each holds.
 TIERS = {
     "chaos": "real runjobs processes killed, stores cut off",
+    "e2e": "real runjobs processes started, signalled and read back, on every durable store",
     "fuzz": "generated hostile requests to the admin surfaces",
     "browser": "Chromium driving the dashboard",
 }
