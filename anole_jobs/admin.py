@@ -77,7 +77,7 @@ if apps.is_installed("django.contrib.admin"):
         Problem,
         problem_of,
     )
-    from anole_jobs.stores.database.models import Job
+    from anole_jobs.stores.database.models import Job as JobRow
 
     def problem_page(problem: Problem) -> HttpResponse:
         """What went wrong, as a page with the problem's status (and ``Retry-After``)."""
@@ -139,7 +139,7 @@ if apps.is_installed("django.contrib.admin"):
     def _pretty(value: Any) -> str:
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
-    @admin.register(Job)
+    @admin.register(JobRow)
     class JobAdmin(admin.ModelAdmin):
         # Six narrow columns, so the table fits beside the admin's side bars at 1,280 px: a
         # job's state with its attempts, one time (finished, else due), one line of error.
@@ -251,22 +251,22 @@ if apps.is_installed("django.contrib.admin"):
 
         # -- columns and fields ---------------------------------------------------------------
         @admin.display(description="kind", ordering="kind")
-        def kind_shown(self, job: Job) -> str:
+        def kind_shown(self, job: JobRow) -> str:
             """The kind as people read it (a ``django.tasks`` job's with its task)."""
             return display_kind(job.kind, job.args)
 
         @admin.display(description="state", ordering="state")
-        def state_shown(self, job: Job) -> str:
+        def state_shown(self, job: JobRow) -> str:
             return f"{job.state} · {job.attempt}/{job.max_attempts}"
 
         @admin.display(description="when (UTC)", ordering="scheduled_at")
-        def when(self, job: Job) -> str:
+        def when(self, job: JobRow) -> str:
             """When it finished, else when it is due."""
             moment = job.finished_at or job.scheduled_at
             return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if moment else ""
 
         @admin.display(description="last error")
-        def last_error(self, job: Job) -> str:
+        def last_error(self, job: JobRow) -> str:
             """The last error's type and the start of its message's first line: a message
             may hold a whole traceback, which belongs on the job's own page."""
             if not job.errors:
@@ -275,15 +275,15 @@ if apps.is_installed("django.contrib.admin"):
             return format_html('<span title="{}">{}</span>', whole, short)
 
         @admin.display(description="args")
-        def args_json(self, job: Job) -> str:
+        def args_json(self, job: JobRow) -> str:
             return format_html("<pre>{}</pre>", _pretty(job.args))
 
         @admin.display(description="meta")
-        def meta_json(self, job: Job) -> str:
+        def meta_json(self, job: JobRow) -> str:
             return format_html("<pre>{}</pre>", _pretty(job.meta))
 
         @admin.display(description="result")
-        def result_json(self, job: Job) -> str:
+        def result_json(self, job: JobRow) -> str:
             if job.state != "completed":
                 return "none yet" if job.state not in ("dead", "cancelled") else "none"
             if job.result is None:
@@ -291,7 +291,7 @@ if apps.is_installed("django.contrib.admin"):
             return format_html("<pre>{}</pre>", _pretty(job.result))
 
         @admin.display(description="errors")
-        def errors_display(self, job: Job) -> str:
+        def errors_display(self, job: JobRow) -> str:
             if not job.errors:
                 return "none"
             return format_html_join(
