@@ -345,7 +345,9 @@ def cli_problems(ran: Ran, *, store_down: bool = False) -> list[str]:
     allowed = (1,) if store_down else (0, 1, 2)
     if ran.code not in allowed:
         found.append(f"exit status {ran.code}, expected {' or '.join(map(str, allowed))}")
-    lines = [line for line in ran.err.splitlines() if line.strip()]
+    # Lines as a terminal breaks them: at "\n" only. (str.splitlines() also breaks at "\x85"
+    # and other Unicode separators, which argparse echoes back from a hostile argument.)
+    lines = [line for line in ran.err.split("\n") if line.strip()]
     if ran.code == 1 and ran.crashed is None:
         if not lines:
             found.append("exit 1 with nothing on stderr")
