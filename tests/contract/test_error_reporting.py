@@ -23,6 +23,7 @@ from anole_jobs.reporting import FailureContext, TimedOut
 from tests.sampleapp.e2e_jobs import WaitAsyncQuickTimeout, WaitQuickTimeout
 from tests.sampleapp.jobs import HOOKS, AsyncWork, Work
 from tests.sampleapp.result_jobs import Returns
+from tests.support.rows import insert_undecodable
 
 
 @dataclass
@@ -188,26 +189,10 @@ def test_a_discard_is_reported_dead(env: Any, reports: Reports) -> None:
 def test_arguments_that_no_longer_decode_are_reported_as_discarded(
     env: Any, reports: Reports
 ) -> None:
-    from anole_jobs.stores.base import NewJob
-
     now = env.clock()
-    (inserted,) = env.jobs.service.store.insert(
-        [
-            NewJob(
-                kind="test.validated",
-                queue="default",
-                args={"count": "three"},
-                meta={},
-                priority=0,
-                max_attempts=5,
-                state="available",
-                scheduled_at=now,
-                created_at=now,
-            )
-        ]
-    )
+    job_id = insert_undecodable(env.jobs.service.store, now)
 
-    assert env.jobs.step().outcomes() == {inserted.id: "dead"}
+    assert env.jobs.step().outcomes() == {job_id: "dead"}
 
     ((error, context),) = reports.calls
     assert isinstance(error, Discard) and "count" in str(error)

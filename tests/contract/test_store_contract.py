@@ -17,6 +17,7 @@ from anole_jobs import Enqueued, InvalidJob, Unique, kind
 from anole_jobs.backoff import ceiling
 from anole_jobs.stores.base import Finish, NewJob
 from tests.sampleapp.jobs import CustomBackoff, Orphan, Prioritized, Validated, Work
+from tests.support.rows import insert_undecodable
 
 
 def claim_at(store, now, *, limit, queue="default", kinds=None, worker="w"):
@@ -289,23 +290,9 @@ def test_async_handlers_run_and_fail_like_sync_ones(env, recorder):
 
 def test_a_payload_that_no_longer_decodes_is_discarded(env):
     now = env.clock()
-    (inserted,) = env.store.insert(
-        [
-            NewJob(
-                kind="test.validated",
-                queue="default",
-                args={"count": "three"},
-                meta={},
-                priority=0,
-                max_attempts=5,
-                state="available",
-                scheduled_at=now,
-                created_at=now,
-            )
-        ]
-    )
-    assert env.jobs.step().outcomes() == {inserted.id: "dead"}
-    record = env.jobs.get(inserted.id)
+    job_id = insert_undecodable(env.store, now)
+    assert env.jobs.step().outcomes() == {job_id: "dead"}
+    record = env.jobs.get(job_id)
     assert record.state == "dead" and record.attempt == 1
     (error,) = record.errors
     assert error["type"] == "Discarded" and "count" in error["message"]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from anole_jobs.api import jobs
-from tests.conftest import CHROMIUM, _flush_redis, require
+from tests.conftest import _flush_redis
 from tests.e2e.conftest import Worker, base_env, wait_until
 from tests.sampleapp.dashboard_jobs import Charge
 from tests.support.clients import STAFF_PASSWORD, STAFF_USERNAME, make_staff
@@ -31,22 +31,6 @@ DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 BASE = "/ops/jobs/dashboard/"
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.needs("redis", "chromium")]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # synchronous code that Django would otherwise refuse next to it.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    require("chromium")
-    import playwright.sync_api as playwright_api
-
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture

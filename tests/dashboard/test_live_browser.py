@@ -22,7 +22,6 @@ from django.contrib import admin as admin_module
 
 from anole_jobs.dashboard import views
 from anole_jobs.testing import drain
-from tests.conftest import CHROMIUM, require
 from tests.sampleapp import jobs as sample_jobs
 from tests.sampleapp import tasks
 from tests.sampleapp.jobs import Work
@@ -38,22 +37,6 @@ pytestmark = [
     pytest.mark.needs("chromium"),
     pytest.mark.django_db(databases=["default"], transaction=True),
 ]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # synchronous code that Django would otherwise refuse next to it.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    require("chromium")
-    import playwright.sync_api as playwright_api
-
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture
