@@ -55,7 +55,9 @@ def test_the_pattern_finds_each_form_of_citation_and_not_plain_words():
     assert CITATION.search("fenced (R" + "22)")
     assert CITATION.search("SP" + "EC \N{SECTION SIGN}13")
     assert CITATION.search("(\N{SECTION SIGN} 4)")
-    assert not CITATION.search("INSPECT the RAID array; R&D; " + "R" + "2D2; URL1; the R language")
+    assert not CITATION.search(
+        "INSP" + "ECT the RAID array; R&D; " + "R" + "2D2; URL1; the R language"
+    )
 
 
 def test_the_search_reads_text_files_and_skips_binary_ones():
