@@ -554,17 +554,11 @@ class MemoryStore(Store):
             if row is None:
                 return False
             self._forget(row)
-            settled = _Settled()
             if row.step is not None:
-                if row.state not in FINAL_STATES:
-                    # Its dependents would wait for it forever: it ends, as if cancelled.
-                    row.state = "cancelled"
-                    self._settle(row, None, settled)
-                self._forget_step(row)
+                self._forget_step(row)  # its dependents stay as they are (cancel settles them)
             if row.unique_key is not None and self._unique.get(row.unique_key) == job_id:
                 del self._unique[row.unique_key]
-        self.wake_finished([job_id, *settled.ended])
-        self._wake_now(settled.queues)
+        self.wake_finished([job_id])
         return True
 
     # -- queue pause ------------------------------------------------------------------------
@@ -676,7 +670,7 @@ class MemoryStore(Store):
             self._set_state(row, "available")
             settled.queues.add(row.queue)
 
-    def _settle(self, ended: _Row, now: datetime | None, settled: _Settled) -> None:
+    def _settle(self, ended: _Row, now: datetime, settled: _Settled) -> None:
         """`ended` (a step) just ended: release or cancel its pending dependents, transitively."""
         todo = [ended]
         while todo:
@@ -689,7 +683,7 @@ class MemoryStore(Store):
                     continue
                 if failed and not child.step.ignore_failed:
                     self._set_state(child, "cancelled")
-                    at = now if now is not None else child.created_at
+                    at = now
                     child.finished_at = at
                     child.step.cancelled_by = row.id
                     child.errors.append(
@@ -705,7 +699,7 @@ class MemoryStore(Store):
                     continue
                 child.step.waiting_on -= 1
                 if child.step.waiting_on <= 0:
-                    self._make_ready(child, now if now is not None else child.created_at, settled)
+                    self._make_ready(child, now, settled)
 
     def _reopen(self, retried: _Row) -> None:
         """`retried` (a step that was dead or cancelled) runs again: the dependents its ending

@@ -28,9 +28,7 @@ def run_all(env: Any, *, rounds: int = 50) -> list[str]:
         report = env.jobs.step()
         if not report.runs:
             return ran
-        ran.extend(
-            env.jobs.get(run.job_id).step_name or str(run.job_id) for run in report.runs
-        )
+        ran.extend(env.jobs.get(run.job_id).step_name or str(run.job_id) for run in report.runs)
     raise AssertionError("still running after many rounds")
 
 
@@ -105,9 +103,7 @@ def test_list_filters_by_workflow(env):
 
 def test_pending_is_a_state_of_every_filter(env):
     created = env.jobs.enqueue_workflow(diamond())
-    assert {r.id for r in env.jobs.list(state="pending")} == {
-        created.jobs[n] for n in "bcd"
-    }
+    assert {r.id for r in env.jobs.list(state="pending")} == {created.jobs[n] for n in "bcd"}
     assert env.jobs.service.store.queued_counts(["default"]) == {
         "default": {"available": 1, "pending": 3}
     }
@@ -134,7 +130,12 @@ def test_a_cascade_goes_through_every_level(env):
     names = wf.chain(Step("1", "fail"), Step("2"), Step("3"), Step("4"))
     created = env.jobs.enqueue_workflow(wf)
     run_all(env)
-    assert [states(env, created)[n] for n in names] == ["dead", "cancelled", "cancelled", "cancelled"]
+    assert [states(env, created)[n] for n in names] == [
+        "dead",
+        "cancelled",
+        "cancelled",
+        "cancelled",
+    ]
     assert [c["step"] for c in CALLS] == [names[0]]
     third = env.jobs.get(created.jobs[names[2]]).errors[-1]
     assert third["type"] == "DependencyFailed" and repr(names[1]) in third["message"]
