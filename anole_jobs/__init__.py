@@ -1,7 +1,7 @@
 """anole_jobs: a durable, at-least-once job queue for Django.
 
 Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled, JobFailed,
-JobNotFinished, ResultTooLarge``.
+JobNotFinished, ResultTooLarge, Workflow, WorkflowEnqueued, WorkflowRecord``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ __all__ = [
     "JobNotFinished",
     "ResultTooLarge",
     "Unique",
+    "Workflow",
+    "WorkflowEnqueued",
+    "WorkflowRecord",
     "jobs",
     "kind",
     "sql",
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from anole_jobs.records import Enqueued
     from anole_jobs.stores.database.ddl import sql
     from anole_jobs.unique import Unique
+    from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
 
 _LAZY = {
     "jobs": "anole_jobs.api",
@@ -44,6 +48,9 @@ _LAZY = {
     "JobNotFinished": "anole_jobs.errors",
     "ResultTooLarge": "anole_jobs.errors",
     "sql": "anole_jobs.stores.database.ddl",
+    "Workflow": "anole_jobs.workflows",
+    "WorkflowEnqueued": "anole_jobs.workflows",
+    "WorkflowRecord": "anole_jobs.workflows",
 }
 
 

@@ -33,6 +33,7 @@ from anole_jobs.service import (
 )
 from anole_jobs.stores import open_store
 from anole_jobs.stores.base import JobRecord
+from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -169,6 +170,26 @@ class JobsFacade:
 
     def delete(self, job_id: int) -> bool:
         return self.service.delete(job_id)
+
+    # -- workflows (docs/workflows.md) --------------------------------------------------------
+    def enqueue_workflow(self, workflow: Workflow, *, on_commit: bool = False) -> WorkflowEnqueued:
+        """Enqueue every step of `workflow` or none, joining the open
+        ``transaction.atomic()`` of the store's database like `enqueue`."""
+        from anole_jobs import workflow_service
+
+        return workflow_service.enqueue_workflow(self.service, workflow, on_commit=on_commit)
+
+    def workflow(self, workflow_id: str) -> WorkflowRecord | None:
+        """The workflow with this id (its state, steps and dependencies), or None."""
+        from anole_jobs import workflow_service
+
+        return workflow_service.get_workflow(self.service, workflow_id)
+
+    def cancel_workflow(self, workflow_id: str) -> WorkflowRecord | None:
+        """Cancel every step of the workflow not ended yet; the workflow as it now is."""
+        from anole_jobs import workflow_service
+
+        return workflow_service.cancel_workflow(self.service, workflow_id)
 
     def cron_list(self) -> builtins.list[CronRecord]:
         """One record per `CRON` entry: schedule, time zone, next run, last tick and job."""

@@ -26,6 +26,7 @@ class RunControl(Protocol):
     def complete_in(self, using: str) -> None: ...
     def record_output(self, output: Any) -> None: ...
     def record_meta(self, key: str, value: Any) -> None: ...
+    def dependency_results(self) -> dict[str, Any]: ...
 
 
 def _delay(value: Duration, what: str) -> timedelta:
@@ -54,6 +55,8 @@ class Job:
         control: RunControl,
         trace_id: str | None = None,
         span_id: str | None = None,
+        workflow_id: str | None = None,
+        step_name: str | None = None,
     ) -> None:
         self.id = id
         self.kind = kind
@@ -71,6 +74,9 @@ class Job:
         self.scheduled_at = scheduled_at
         self.trace_id = trace_id
         self.span_id = span_id
+        #: The workflow this job is a step of, and its step's name (None outside one).
+        self.workflow_id = workflow_id
+        self.step_name = step_name
         self._control = control
         self._explanations: list[str] = []
 
@@ -143,6 +149,14 @@ class Job:
         encoded = encode_value(value, name=f"meta[{key!r}]")
         self._control.record_meta(key, encoded)
         self.meta[key] = encoded
+
+    def dependency_results(self) -> dict[str, Any]:
+        """``{step name: result}`` of the completed steps this workflow step ran after (a
+        step with ``ignore_failed`` sees only those that completed); ``{}`` outside a
+        workflow."""
+        if self.workflow_id is None:
+            return {}
+        return self._control.dependency_results()
 
     def complete_in(self, *, using: str) -> None:
         """Mark this job completed inside the open `transaction.atomic(using=...)`, so

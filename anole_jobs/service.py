@@ -403,12 +403,13 @@ class JobService:
         kind: str | None = None,
         limit: int = 100,
         after: int | None = None,
+        workflow: str | None = None,
     ) -> list[JobRecord]:
         if state is not None and state not in STATES:
             raise InvalidJob(f"unknown state {state!r}; states are {', '.join(STATES)}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidJob(f"limit must be a positive int, got {limit!r}")
-        for name, value in (("queue", queue), ("kind", kind)):
+        for name, value in (("queue", queue), ("kind", kind), ("workflow", workflow)):
             if value is not None and not isinstance(value, str):
                 raise InvalidJob(f"the {name} filter must be a string, got {value!r}")
             if value is not None and not _storable(value):
@@ -419,6 +420,7 @@ class JobService:
             kind=kind,
             limit=min(limit, LIST_LIMIT_MAX),
             after=None if after is None else _job_id(after),
+            workflow=workflow,
         )
         return self.store.list(filter)
 

@@ -56,7 +56,7 @@ PARTIAL = "partial"
 THROUGHPUT_SCAN = 5_000
 #: One short of the stores' cap, so each page's one-more read stays a single read.
 SCAN_PAGE = LIST_LIMIT_MAX - 1
-WAITING = ("scheduled", "available", "retrying")
+WAITING = ("pending", "scheduled", "available", "retrying")
 FINISHED = ("completed", "dead", "cancelled")
 NOTICES = {
     "retried": "The job was made available again.",

@@ -23,7 +23,7 @@ from anole_jobs.stores.base import JobRecord
 T = TypeVar("T")
 
 #: States from which `cancel` moves a job (the others are finished and left as they are).
-CANCELLABLE = ("scheduled", "available", "retrying", "running")
+CANCELLABLE = ("pending", "scheduled", "available", "retrying", "running")
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,28 @@ never for a write that was rolled back — in this process (`wakeups`) and, on s
 cross-process wake-ups, in others (NOTIFY, PUBLISH). Nobody else wakes workers for those
 writes. `wake` is for work that maintenance makes available in bulk (staging, rescue).
 
+Workflows: a step is an ordinary job with a `workflow_id`, a `step_name` and the ids of the
+steps it runs after (its dependencies). A step with dependencies waits ``pending``; so does
+every step until the last `insert_workflow` call of its workflow. The rules every store keeps
+in the same write (lock, transaction or script) as the change that causes them:
+
+- A dependency that ends ``completed`` lowers each ``pending`` dependent's count of
+  dependencies not yet ended; one that ends ``dead`` or ``cancelled`` (`finish`, `rescue`,
+  `cancel`) cancels each ``pending`` dependent (error type ``DependencyFailed`` naming the
+  step), transitively — except a dependent with ``ignore_failed``, whose count is lowered as
+  for a completion. A dependent whose count reaches zero becomes ``available`` with
+  `scheduled_at` = now (``scheduled`` at now + its `ready_delay`, or at its absolute run time
+  when that is later). Under concurrent finishes this happens exactly once.
+- `retry` of a dead or cancelled step puts back to ``pending`` the dependents its ending
+  cancelled (transitively), their counts recomputed; `retry` of a ``pending`` step does nothing.
+- `prune` removes a workflow's bookkeeping with its last step.
+
 A store never imports the service, the worker, maintenance, metrics, tracing or the clock.
 """
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,8 +51,11 @@ from typing import Any, Literal
 
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
 
-State = Literal["scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"]
+State = Literal[
+    "pending", "scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"
+]
 STATES: tuple[State, ...] = (
+    "pending",
     "scheduled",
     "available",
     "running",
@@ -45,7 +65,8 @@ STATES: tuple[State, ...] = (
     "cancelled",
 )
 #: States in which a job is waiting or running: a "live" unique key holds only in these.
-LIVE_STATES: tuple[State, ...] = ("scheduled", "available", "running", "retrying")
+#: ``pending``: a workflow step waiting for its dependencies (see "Workflows" below).
+LIVE_STATES: tuple[State, ...] = ("pending", "scheduled", "available", "running", "retrying")
 FINAL_STATES: tuple[State, ...] = ("completed", "dead", "cancelled")
 #: States `finish` may write after a run.
 AFTER_RUN_STATES: tuple[State, ...] = ("completed", "retrying", "dead", "scheduled", "available")
@@ -110,6 +131,9 @@ class JobRecord:
     #: The handler's return value (JSON), kept with a ``completed`` job; None before
     #: completion, when it returned None, and for jobs that ended otherwise.
     result: Any = None
+    #: The workflow this job is a step of, and its step name (None for a plain job).
+    workflow_id: str | None = None
+    step_name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +183,9 @@ class Finish:
     error: ErrorEntry | None = None
     give_back_attempt: bool = False
     result: str | None = None
+    #: The job is a workflow step (its record has a `workflow_id`): a hint that lets a store
+    #: open a transaction only for the writes that must also settle dependents.
+    workflow: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,6 +205,7 @@ class ListFilter:
     kind: str | None = None
     limit: int = 100
     after: int | None = None
+    workflow: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +213,48 @@ class CronState:
     name: str
     last_tick_at: datetime | None
     last_job_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewWorkflow:
+    """A workflow to record: its id (made by the caller), label and creation time."""
+
+    id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewStep:
+    """One step of `insert_workflow`: the job (its state ignored: a step is inserted
+    ``pending``), its name, its dependencies — `after`, indexes into the same call's steps
+    (always lower than its own), and `after_ids`, job ids from the workflow's earlier calls —
+    whether it runs when a dependency failed, and its delay counted from readiness (None: it
+    runs at its job's `scheduled_at` or at readiness, whichever is later)."""
+
+    job: NewJob
+    name: str
+    after: tuple[int, ...] = ()
+    after_ids: tuple[int, ...] = ()
+    ignore_failed: bool = False
+    ready_delay: timedelta | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkflowRow:
+    """A workflow as stored: its steps (records) and their dependencies by job id."""
+
+    id: str
+    name: str
+    created_at: datetime
+    cancelled: bool
+    steps: tuple[JobRecord, ...]
+    dependencies: Mapping[int, tuple[int, ...]]
+
+
+def dependency_failed(step_name: str, state: str) -> str:
+    """The message of the ``DependencyFailed`` error of a step cancelled by its dependency."""
+    return f"its dependency {step_name!r} ended {state}"
 
 
 def ended_ids(results: Sequence[Finish], written: Sequence[bool]) -> list[int]:
@@ -441,6 +511,31 @@ class Store(ABC):
         """Whether a result waiter of this process is subscribed (nothing to build if not)."""
         hub: WakeupHub | None = self.__dict__.get("_finished_hub")
         return hub is not None and hub.has_subscribers()
+
+    # -- workflows (see "Workflows" in the module docstring) ---------------------------------
+    def insert_workflow(
+        self, workflow: NewWorkflow, steps: Sequence[NewStep], *, last: bool, now: datetime
+    ) -> builtins.list[int]:
+        """Insert `steps` of `workflow` (recorded by the first call), ``pending``, with their
+        dependencies, in one round trip; return their ids in order. The call with `last`
+        set makes every step of the workflow with no dependency left ``available`` (or
+        ``scheduled``, its delay counted from `now`) and wakes their queues once committed.
+        Joins ``transaction.atomic(using=atomic_alias)`` like `insert`."""
+        raise NotImplementedError(f"the {self.name} store has no workflows")
+
+    def workflow(self, workflow_id: str) -> WorkflowRow | None:
+        """The workflow with this id and all its steps, or None."""
+        raise NotImplementedError(f"the {self.name} store has no workflows")
+
+    def cancel_workflow(self, workflow_id: str, *, now: datetime) -> bool | None:
+        """Mark the workflow cancelled and cancel every step not ended, in one write; None
+        for an unknown workflow, else whether it was not cancelled before."""
+        raise NotImplementedError(f"the {self.name} store has no workflows")
+
+    def dependency_results(self, job_id: int) -> dict[str, Any]:
+        """``{step name: result}`` of the completed dependencies of step `job_id` (results
+        as JSON values, None when the handler returned None)."""
+        raise NotImplementedError(f"the {self.name} store has no workflows")
 
     # -- lifecycle -------------------------------------------------------------------------
 

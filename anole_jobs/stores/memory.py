@@ -6,6 +6,7 @@ as the model. One lock guards everything; operations are short and never call ou
 
 from __future__ import annotations
 
+import builtins
 import copy
 import heapq
 import itertools
@@ -28,13 +29,39 @@ from anole_jobs.stores.base import (
     JobRecord,
     ListFilter,
     NewJob,
+    NewStep,
+    NewWorkflow,
     Rescued,
     RunRef,
     State,
     Store,
+    WorkflowRow,
+    dependency_failed,
     ended_ids,
     woken_queues,
 )
+
+
+@dataclass(kw_only=True)
+class _Step:
+    """A workflow step's bookkeeping (see "Workflows" in stores/base.py)."""
+
+    workflow_id: str
+    name: str
+    deps: list[int]
+    dependents: list[int] = field(default_factory=list)
+    waiting_on: int = 0  # dependencies not yet ended (that it waits for)
+    ignore_failed: bool = False
+    ready_delay: timedelta | None = None
+    cancelled_by: int | None = None  # the dependency whose failure cancelled it
+
+
+@dataclass(kw_only=True)
+class _Workflow:
+    name: str
+    created_at: datetime
+    cancelled: bool = False
+    ids: list[int] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -60,6 +87,7 @@ class _Row:
     claimed_by: str | None = None
     result: str | None = None  # JSON text, as the other stores keep it
     extra: dict[str, Any] = field(default_factory=dict)
+    step: _Step | None = None  # set for a workflow step
 
     def record(self) -> JobRecord:
         return JobRecord(
@@ -79,6 +107,8 @@ class _Row:
             finished_at=self.finished_at,
             unique_key=self.unique_key,
             result=decode_result(self.result),
+            workflow_id=self.step.workflow_id if self.step is not None else None,
+            step_name=self.step.name if self.step is not None else None,
         )
 
     def holds_unique(self) -> bool:
@@ -89,6 +119,14 @@ class _Row:
 
     def fenced(self, run: RunRef) -> bool:
         return self.state == "running" and self.attempt == run.attempt and self.token == run.token
+
+
+@dataclass
+class _Settled:
+    """What settling a workflow's steps did: queues to wake, ids of the steps it ended."""
+
+    queues: set[str] = field(default_factory=set)
+    ended: list[int] = field(default_factory=list)
 
 
 class MemoryStore(Store):
@@ -112,6 +150,7 @@ class MemoryStore(Store):
         # queue -> state -> jobs, kept by every insert, state change and removal below, so
         # counts() does not walk every job (the SQL stores' triggers do the same).
         self._counts: dict[str, dict[str, int]] = {}
+        self._workflows: dict[str, _Workflow] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def _set_state(self, row: _Row, state: State) -> None:
@@ -275,13 +314,15 @@ class MemoryStore(Store):
         return held
 
     def finish(self, results: Sequence[Finish]) -> list[bool]:
+        settled = _Settled()
         with self._lock:
-            written = [self._finish_one(result) for result in results]
+            written = [self._finish_one(result, settled) for result in results]
         if self.waits_for_finished():
-            self.wake_finished(ended_ids(results, written))
+            self.wake_finished([*ended_ids(results, written), *settled.ended])
+        self._wake_now(settled.queues)
         return written
 
-    def _finish_one(self, result: Finish) -> bool:
+    def _finish_one(self, result: Finish, settled: _Settled) -> bool:
         row = self._rows.get(result.run.id)
         if row is None or not row.fenced(result.run):
             return False
@@ -298,6 +339,8 @@ class MemoryStore(Store):
         if result.scheduled_at is not None:
             row.scheduled_at = result.scheduled_at
         self._release_unique(row)
+        if row.step is not None and row.step.dependents and result.state in FINAL_STATES:
+            self._settle(row, result.at, settled)
         return True
 
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
@@ -323,6 +366,7 @@ class MemoryStore(Store):
 
     def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
         rescued = []
+        settled = _Settled()
         with self._lock:
             lapsed = [
                 row
@@ -345,11 +389,14 @@ class MemoryStore(Store):
                     self._set_state(row, "dead")
                     row.finished_at = now
                     self._release_unique(row)
+                    if row.step is not None:
+                        self._settle(row, now, settled)
                 else:
                     self._set_state(row, "available")
                     row.scheduled_at = now
                 rescued.append(Rescued(id=row.id, kind=row.kind, queue=row.queue, state=row.state))
-        self.wake_finished([r.id for r in rescued if r.state == "dead"])
+        self.wake_finished([*(r.id for r in rescued if r.state == "dead"), *settled.ended])
+        self._wake_now(settled.queues)
         return rescued
 
     def prune(
@@ -368,6 +415,8 @@ class MemoryStore(Store):
                 self._forget(row)
                 if row.unique_key is not None and self._unique.get(row.unique_key) == row_id:
                     del self._unique[row.unique_key]
+                if row.step is not None:
+                    self._forget_step(row)
             return len(doomed)
 
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
@@ -439,6 +488,10 @@ class MemoryStore(Store):
                 and (filter.queue is None or row.queue == filter.queue)
                 and (filter.kind is None or row.kind == filter.kind)
                 and (filter.after is None or row.id < filter.after)
+                and (
+                    filter.workflow is None
+                    or (row.step is not None and row.step.workflow_id == filter.workflow)
+                )
             ]
             rows.sort(key=lambda r: r.id, reverse=True)
             return [row.record() for row in rows[:limit]]
@@ -452,6 +505,9 @@ class MemoryStore(Store):
             row = self._rows.get(job_id)
             if row is None:
                 return None
+            if row.state == "pending":
+                return row.record()  # it runs when its dependencies allow, not before
+            reopen = row.step is not None and row.state in ("dead", "cancelled")
             if row.unique_key is not None and not row.holds_unique():
                 holder = self._holder(row.unique_key)
                 if holder is not None and holder.id != row.id:
@@ -465,11 +521,14 @@ class MemoryStore(Store):
             row.finished_at = None
             row.lease_until = None
             row.result = None  # it runs again: its result will be the next completion's
+            if reopen:
+                self._reopen(row)
             record = row.record()
         self._wake_now({record.queue})
         return record
 
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
+        settled = _Settled()
         with self._lock:
             row = self._rows.get(job_id)
             if row is None:
@@ -480,9 +539,13 @@ class MemoryStore(Store):
                 row.finished_at = now
                 row.lease_until = None
                 self._release_unique(row)
+                if row.step is not None:
+                    row.step.cancelled_by = None
+                    self._settle(row, now, settled)
             record = row.record()
         if cancelled:
-            self.wake_finished([job_id])
+            self.wake_finished([job_id, *settled.ended])
+            self._wake_now(settled.queues)
         return record
 
     def delete(self, job_id: int) -> bool:
@@ -491,6 +554,8 @@ class MemoryStore(Store):
             if row is None:
                 return False
             self._forget(row)
+            if row.step is not None:
+                self._forget_step(row)  # its dependents stay as they are (cancel settles them)
             if row.unique_key is not None and self._unique.get(row.unique_key) == job_id:
                 del self._unique[row.unique_key]
         self.wake_finished([job_id])
@@ -511,6 +576,172 @@ class MemoryStore(Store):
     def paused_queues(self) -> dict[str, datetime]:
         with self._lock:
             return dict(self._paused)
+
+    # -- workflows ---------------------------------------------------------------------------
+    def insert_workflow(
+        self, workflow: NewWorkflow, steps: Sequence[NewStep], *, last: bool, now: datetime
+    ) -> builtins.list[int]:
+        settled = _Settled()
+        with self._lock:
+            known = self._workflows.setdefault(
+                workflow.id, _Workflow(name=workflow.name, created_at=workflow.created_at)
+            )
+            ids: list[int] = []
+            for step in steps:
+                row_id = self._insert_one(replace(step.job, state="pending", unique_key=None)).id
+                row = self._rows[row_id]
+                deps = [ids[i] for i in step.after] + list(step.after_ids)
+                row.step = _Step(
+                    workflow_id=workflow.id,
+                    name=step.name,
+                    deps=deps,
+                    waiting_on=len(deps),
+                    ignore_failed=step.ignore_failed,
+                    ready_delay=step.ready_delay,
+                )
+                for dep in deps:
+                    self._rows[dep].step.dependents.append(row_id)  # type: ignore[union-attr]
+                known.ids.append(row_id)
+                ids.append(row_id)
+            if last:
+                for row_id in known.ids:
+                    row = self._rows[row_id]
+                    if row.state == "pending" and row.step is not None and not row.step.waiting_on:
+                        self._make_ready(row, now, settled)
+        self._wake_now(settled.queues)
+        return ids
+
+    def workflow(self, workflow_id: str) -> WorkflowRow | None:
+        with self._lock:
+            known = self._workflows.get(workflow_id)
+            if known is None:
+                return None
+            rows = [self._rows[i] for i in known.ids if i in self._rows]
+            return WorkflowRow(
+                id=workflow_id,
+                name=known.name,
+                created_at=known.created_at,
+                cancelled=known.cancelled,
+                steps=tuple(row.record() for row in rows),
+                dependencies={row.id: tuple(row.step.deps) for row in rows if row.step},
+            )
+
+    def cancel_workflow(self, workflow_id: str, *, now: datetime) -> bool | None:
+        ended: list[int] = []
+        with self._lock:
+            known = self._workflows.get(workflow_id)
+            if known is None:
+                return None
+            first = not known.cancelled
+            known.cancelled = True
+            for row_id in known.ids:
+                row = self._rows.get(row_id)
+                if row is not None and row.state in LIVE_STATES:
+                    self._set_state(row, "cancelled")
+                    row.finished_at = now
+                    row.lease_until = None
+                    ended.append(row_id)
+        self.wake_finished(ended)
+        return first
+
+    def dependency_results(self, job_id: int) -> dict[str, Any]:
+        with self._lock:
+            row = self._rows.get(job_id)
+            if row is None or row.step is None:
+                return {}
+            found = {}
+            for dep_id in row.step.deps:
+                dep = self._rows.get(dep_id)
+                if dep is not None and dep.step is not None and dep.state == "completed":
+                    found[dep.step.name] = decode_result(dep.result)
+            return found
+
+    def _make_ready(self, row: _Row, now: datetime, settled: _Settled) -> None:
+        """A pending step whose dependencies all ended: due now, or after its delay."""
+        step = row.step
+        assert step is not None
+        if step.ready_delay is not None:
+            row.scheduled_at = now + step.ready_delay
+        elif row.scheduled_at < now:
+            row.scheduled_at = now
+        if row.scheduled_at > now:
+            self._set_state(row, "scheduled")
+        else:
+            self._set_state(row, "available")
+            settled.queues.add(row.queue)
+
+    def _settle(self, ended: _Row, now: datetime, settled: _Settled) -> None:
+        """`ended` (a step) just ended: release or cancel its pending dependents, transitively."""
+        todo = [ended]
+        while todo:
+            row = todo.pop()
+            assert row.step is not None
+            failed = row.state != "completed"
+            for child_id in row.step.dependents:
+                child = self._rows.get(child_id)
+                if child is None or child.state != "pending" or child.step is None:
+                    continue
+                if failed and not child.step.ignore_failed:
+                    self._set_state(child, "cancelled")
+                    at = now
+                    child.finished_at = at
+                    child.step.cancelled_by = row.id
+                    child.errors.append(
+                        ErrorEntry(
+                            at=at,
+                            attempt=child.attempt,
+                            type="DependencyFailed",
+                            message=dependency_failed(row.step.name, row.state),
+                        ).as_json()
+                    )
+                    settled.ended.append(child.id)
+                    todo.append(child)
+                    continue
+                child.step.waiting_on -= 1
+                if child.step.waiting_on <= 0:
+                    self._make_ready(child, now, settled)
+
+    def _reopen(self, retried: _Row) -> None:
+        """`retried` (a step that was dead or cancelled) runs again: the dependents its ending
+        cancelled wait for it again, transitively, unless another dependency failed too."""
+        todo = [retried]
+        while todo:
+            row = todo.pop()
+            assert row.step is not None
+            for child_id in row.step.dependents:
+                child = self._rows.get(child_id)
+                if child is None or child.step is None or child.state != "cancelled":
+                    continue
+                if child.step.cancelled_by != row.id:
+                    continue
+                deps = [self._rows.get(i) for i in child.step.deps]
+                blocker = next(
+                    (
+                        dep
+                        for dep in deps
+                        if dep is not None
+                        and dep.state in ("dead", "cancelled")
+                        and not child.step.ignore_failed
+                    ),
+                    None,
+                )
+                if blocker is not None:
+                    child.step.cancelled_by = blocker.id  # its retry reopens this one
+                    continue
+                self._set_state(child, "pending")
+                child.finished_at = None
+                child.step.cancelled_by = None
+                child.step.waiting_on = sum(
+                    1 for dep in deps if dep is not None and dep.state not in FINAL_STATES
+                )
+                todo.append(child)
+
+    def _forget_step(self, row: _Row) -> None:
+        """A step's row is gone (pruned or deleted): drop its workflow once it has no step."""
+        assert row.step is not None
+        known = self._workflows.get(row.step.workflow_id)
+        if known is not None and not any(i in self._rows for i in known.ids):
+            del self._workflows[row.step.workflow_id]
 
     # -- test helpers ----------------------------------------------------------------------
     def _debug_row(self, job_id: int) -> _Row:

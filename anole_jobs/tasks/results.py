@@ -39,6 +39,7 @@ META_KEY = "django_task"
 WORKER_ID = "anole_jobs"
 
 STATUS = {
+    "pending": "READY",
     "scheduled": "READY",
     "available": "READY",
     "retrying": "READY",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 #: The states of a job that has not run to its end yet and is not running: what "enqueued"
 #: means to these helpers unless a test asks for another state.
-WAITING_STATES = ("scheduled", "available", "retrying")
+WAITING_STATES = ("pending", "scheduled", "available", "retrying")
 PAGE = 1000
 #: A failure message lists at most this many jobs (and says how many it left out).
 SHOWN = 25

@@ -23,6 +23,7 @@ import logging
 import os
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -80,12 +81,20 @@ class _Control:
             raise Canceled("lost")
         self.meta = meta
 
+    def dependency_results(self) -> dict[str, Any]:
+        return self.executor.service.store.dependency_results(self.claimed.record.id)
+
     def complete_in(self, using: str) -> None:
         service = self.executor.service
         service.require_transaction(using, what="job.complete_in")
         self.scope.check()
         now = service.clock()
-        finish = Finish(run=self.claimed.run, state="completed", at=now)
+        finish = Finish(
+            run=self.claimed.run,
+            state="completed",
+            at=now,
+            workflow=self.claimed.record.workflow_id is not None,
+        )
         (written,) = service.store.finish([finish])
         if not written:
             # The job moved on without this run (rescued, cancelled, retried): refuse inside
@@ -156,6 +165,8 @@ class Executor:
             control=control,
             trace_id=span.trace_id,
             span_id=span.span_id,
+            workflow_id=record.workflow_id,
+            step_name=record.step_name,
         )
         scope.time_out_after(handler.kind.timeout_for(record.args).total_seconds())
         self.service.bus.emit(
@@ -188,6 +199,8 @@ class Executor:
             except (TypeError, ResultTooLarge) as exc:
                 error = exc
         outcome, finish = self.decide(claimed, job, handler, error, scope, value)
+        if finish is not None and record.workflow_id is not None:
+            finish = replace(finish, workflow=True)  # the store settles its dependents too
         self._count_drains(claimed, control, outcome, finish)
         return Attempt(
             claimed=claimed,

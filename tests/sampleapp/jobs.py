@@ -118,4 +118,4 @@ class Orphan:
     n: int = 0
 
 
-from tests.sampleapp import dashboard_jobs, e2e_jobs, result_jobs  # noqa: E402,F401
+from tests.sampleapp import dashboard_jobs, e2e_jobs, result_jobs, workflow_jobs  # noqa: E402,F401

@@ -23,6 +23,7 @@ Broken connections raise Django's `OperationalError`/`InterfaceError`; nothing i
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import threading
@@ -50,11 +51,16 @@ from anole_jobs.stores.base import (
     JobRecord,
     ListFilter,
     NewJob,
+    NewStep,
+    NewWorkflow,
     RunRef,
     Store,
+    WorkflowRow,
     ended_ids,
 )
+from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.ddl import channel, done_channel, tables
+from anole_jobs.stores.database.workflows import Settled
 
 #: The columns every read selects, in `_record`'s order.
 COLUMNS = (
@@ -76,6 +82,8 @@ COLUMNS = (
     "claim_token",
     "lease_until",
     "result",
+    "workflow_id",
+    "step_name",
 )
 #: The election `lead` takes part in (one row of the leader table).
 LEADER_NAME = "leader"
@@ -226,6 +234,8 @@ class SQLStore(Store):
             finished_at=self.decode_time(row[13]),
             unique_key=row[14],
             result=decode_json(row[17]) if row[17] is not None else None,
+            workflow_id=row[18],
+            step_name=row[19],
         )
 
     def claimed_job(self, row: Sequence[Any], now: datetime, lease_until: datetime) -> ClaimedJob:
@@ -324,11 +334,35 @@ class SQLStore(Store):
         return {RunRef(*row) for row in rows} & set(runs)
 
     def finish(self, results: Sequence[Finish]) -> list[bool]:
+        if any(result.workflow for result in results):
+            return self._finish_with_steps(results)
         written: list[bool] = []
         with self.writing(), self.cursor() as cursor:
             for chunk in _distinct_chunks(results):
                 ids = self.finish_rows(cursor, chunk)
                 written.extend(result.run.id in ids for result in chunk)
+        if self.waits_for_finished():
+            self.finished_at_commit(ended_ids(results, written))
+        return written
+
+    def _finish_with_steps(self, results: Sequence[Finish]) -> list[bool]:
+        """`finish` of a batch with workflow steps in it: one transaction that also settles
+        the dependents of the steps it ended (stores/database/workflows.py)."""
+        written: list[bool] = []
+        with self.write_lock(), self.cursor() as cursor:
+            for chunk in _distinct_chunks(results):
+                ids = self.finish_rows(cursor, chunk)
+                written.extend(result.run.id in ids for result in chunk)
+            settled = Settled()
+            by_time: dict[datetime, list[int]] = {}
+            for result, ok in zip(results, written, strict=True):
+                if ok and result.workflow and result.state in FINAL_STATES:
+                    by_time.setdefault(result.at, []).append(result.run.id)
+            for at, ended in by_time.items():
+                more = workflows.settle_steps(self, cursor, ended, at)
+                settled.queues |= more.queues
+                settled.ended += more.ended
+            workflows.announce(self, settled)
         if self.waits_for_finished():
             self.finished_at_commit(ended_ids(results, written))
         return written
@@ -377,10 +411,13 @@ class SQLStore(Store):
                     f" WHERE state = {literals([state])}"
                     " AND finished_at IS NOT NULL AND finished_at < %s"
                     f" ORDER BY finished_at, id LIMIT %s{self.skip_locked})"
-                    f" DELETE FROM {self.job_table} WHERE id IN (SELECT id FROM old) RETURNING id",
+                    f" DELETE FROM {self.job_table} WHERE id IN (SELECT id FROM old)"
+                    " RETURNING id, workflow_id",
                     [self.encode_time(now - horizon), limit - pruned],
                 )
-                pruned += len(cursor.fetchall())
+                rows = cursor.fetchall()
+                pruned += len(rows)
+                workflows.forget_steps(self, cursor, rows)
         if not self.connection.in_atomic_block:
             self.fold_counts()  # the leader's periodic duty keeps the count table small
         return pruned
@@ -485,7 +522,12 @@ class SQLStore(Store):
         where, params = [], []
         if filter.state is not None:
             where.append(f"state = {literals([filter.state])}")
-        for column, value in (("queue", filter.queue), ("kind", filter.kind), ("id", filter.after)):
+        for column, value in (
+            ("queue", filter.queue),
+            ("kind", filter.kind),
+            ("id", filter.after),
+            ("workflow_id", filter.workflow),
+        ):
             if value is not None:
                 where.append(f"{column} {'<' if column == 'id' else '='} %s")
                 params.append(value)
@@ -519,6 +561,12 @@ class SQLStore(Store):
         table = self.job_table
         try:
             with transaction.atomic(using=self.alias):
+                lock = " FOR UPDATE" if self.vendor == "postgresql" else ""
+                before = self.fetch_one(
+                    f"SELECT state, workflow_id FROM {table} WHERE id = %s{lock}", [job_id]
+                )
+                if before is not None and before[0] == "pending":
+                    return self.get(job_id)  # it runs when its dependencies allow, not before
                 # A job that does not hold its key takes it back, unless another job holds it
                 # (two live jobs with one key): then it is left as it is, like memory.py.
                 row = self.fetch_one(
@@ -535,6 +583,9 @@ class SQLStore(Store):
                 )
                 if row is not None:
                     self.send_notify([row[2]])  # delivered if this transaction commits
+                    if before is not None and before[1] is not None and before[0] in FINAL_STATES:
+                        with self.cursor() as cursor:
+                            workflows.reopen_steps(self, cursor, job_id)
         except IntegrityError:
             row = None  # a concurrent insert took the key between the check and the write
         if row is None:
@@ -543,13 +594,17 @@ class SQLStore(Store):
         return self.record(row)
 
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
-        row = self.fetch_one(
-            f"UPDATE {self.job_table} SET state = 'cancelled', finished_at = %s,"
-            " lease_until = NULL,"
-            " unique_lock = CASE WHEN unique_scope = 'any' THEN unique_lock ELSE NULL END"
-            f" WHERE id = %s AND state IN ({LIVE}) RETURNING {self.select()}",
-            [self.encode_time(now), job_id],
-        )
+        with self.write_lock():
+            row = self.fetch_one(
+                f"UPDATE {self.job_table} SET state = 'cancelled', finished_at = %s,"
+                " lease_until = NULL, cancelled_by = NULL,"
+                " unique_lock = CASE WHEN unique_scope = 'any' THEN unique_lock ELSE NULL END"
+                f" WHERE id = %s AND state IN ({LIVE}) RETURNING {self.select()}",
+                [self.encode_time(now), job_id],
+            )
+            if row is not None and row[18] is not None:  # a workflow step: settle its dependents
+                with self.cursor() as cursor:
+                    workflows.announce(self, workflows.settle_steps(self, cursor, [job_id], now))
         if row is None:
             return self.get(job_id)
         # After the write (delivered at commit inside a transaction): a waiter that hears
@@ -593,6 +648,21 @@ class SQLStore(Store):
                 f"SELECT name, paused_at FROM {self.queue_table} WHERE paused_at IS NOT NULL"
             )
             return {name: self.decode_time(at) for name, at in cursor.fetchall()}  # type: ignore[misc]
+
+    # -- workflows (stores/database/workflows.py) --------------------------------------------
+    def insert_workflow(
+        self, workflow: NewWorkflow, steps: Sequence[NewStep], *, last: bool, now: datetime
+    ) -> builtins.list[int]:
+        return workflows.insert_workflow(self, workflow, steps, last=last, now=now)
+
+    def workflow(self, workflow_id: str) -> WorkflowRow | None:
+        return workflows.workflow(self, workflow_id)
+
+    def cancel_workflow(self, workflow_id: str, *, now: datetime) -> bool | None:
+        return workflows.cancel_workflow(self, workflow_id, now=now)
+
+    def dependency_results(self, job_id: int) -> dict[str, Any]:
+        return workflows.dependency_results(self, job_id)
 
     # -- wake-ups ---------------------------------------------------------------------------
     def wake(self, queues: Collection[str]) -> None:

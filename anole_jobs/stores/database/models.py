@@ -13,14 +13,26 @@ from django.db import models
 from django.db.models import Q
 
 from anole_jobs.stores.database.ddl import (
+    DEPENDENCY_INDEXES,
     JOB_INDEXES,
+    WORKFLOW_INDEXES,
+    IndexSpec,
     configured,
     index_name,
     tables,
     unique_lock_name,
 )
 
-__all__ = ["Cron", "Job", "Leader", "MIGRATE", "Queue", "TABLE_PREFIX"]
+__all__ = [
+    "Cron",
+    "Job",
+    "JobDependency",
+    "Leader",
+    "MIGRATE",
+    "Queue",
+    "TABLE_PREFIX",
+    "Workflow",
+]
 
 TABLE_PREFIX, MIGRATE = configured()
 _TABLES = tables(TABLE_PREFIX)
@@ -31,12 +43,15 @@ _CONDITIONS: dict[str, Q] = {
     "job_stage": Q(state__in=["scheduled", "retrying"]),
     "job_rescue": Q(state="running"),
     "job_prune": Q(finished_at__isnull=False),
+    "job_workflow": Q(workflow_id__isnull=False),
 }
 
 
-def _job_indexes() -> list[models.Index]:
+def _job_indexes(
+    specs: tuple[IndexSpec, ...] = JOB_INDEXES + WORKFLOW_INDEXES,
+) -> list[models.Index]:
     indexes = []
-    for spec in JOB_INDEXES:
+    for spec in specs:
         condition = _CONDITIONS.get(spec.suffix)
         name = index_name(TABLE_PREFIX, spec.suffix)
         if condition is None:
@@ -79,6 +94,16 @@ class Job(models.Model):
     unique_lock = models.TextField(null=True)
     #: A completed job's result: its handler's return value (NULL when it returned None).
     result = models.JSONField(null=True)
+    # A workflow step's bookkeeping (all NULL for a plain job; docs/workflows.md): its
+    # workflow and name, how many of its dependencies it still waits for, whether it runs
+    # when one failed, its delay counted from readiness (microseconds), and the dependency
+    # whose failure cancelled it (what a retry of that dependency reopens).
+    workflow_id = models.TextField(null=True)
+    step_name = models.TextField(null=True)
+    waiting_on = models.IntegerField(null=True)
+    ignore_failed = models.BooleanField(null=True)
+    ready_delay = models.BigIntegerField(null=True)
+    cancelled_by = models.BigIntegerField(null=True)
 
     class Meta:
         app_label = "anole_jobs"
@@ -131,3 +156,33 @@ class Queue(models.Model):
         app_label = "anole_jobs"
         db_table = _TABLES.queue
         managed = MIGRATE
+
+
+class Workflow(models.Model):
+    """One workflow: its label, creation time and whether `cancel_workflow` was called. Its
+    steps are the jobs with its `workflow_id`; the store deletes it with its last step."""
+
+    id = models.TextField(primary_key=True)
+    name = models.TextField()
+    created_at = models.DateTimeField()
+    cancelled = models.BooleanField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.workflow
+        managed = MIGRATE
+
+
+class JobDependency(models.Model):
+    """One edge of a workflow: job `job_id` runs after job `dependency_id`. Plain integers,
+    not foreign keys: pruning a finished dependency leaves its dependents as they are."""
+
+    id = models.BigAutoField(primary_key=True)
+    job_id = models.BigIntegerField()
+    dependency_id = models.BigIntegerField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.dependency
+        managed = MIGRATE
+        indexes = _job_indexes(DEPENDENCY_INDEXES)

@@ -31,6 +31,7 @@ from anole_jobs.stores.base import (
     Rescued,
     RunRef,
 )
+from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
     FINAL,
     SQLStore,
@@ -58,7 +59,8 @@ CLAIMED_COLUMNS = (
     "j.id, j.kind, j.queue, j.args, j.meta, j.priority, j.attempt, j.max_attempts, j.errors,"
     " (extract(epoch FROM j.created_at) * 1000000)::bigint,"
     " (extract(epoch FROM j.scheduled_at) * 1000000)::bigint,"
-    " (extract(epoch FROM j.finished_at) * 1000000)::bigint, j.unique_key, j.claim_token"
+    " (extract(epoch FROM j.finished_at) * 1000000)::bigint, j.unique_key, j.claim_token,"
+    " j.workflow_id, j.step_name"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -285,6 +287,8 @@ class PostgresStore(SQLStore):
             attempted_at=aware_utc(now),
             finished_at=_from_micros(row[11]),
             unique_key=row[12],
+            workflow_id=row[14],
+            step_name=row[15],
         )
         return ClaimedJob(
             record=record, run=RunRef(row[0], row[6], row[13]), lease_until=lease_until
@@ -392,7 +396,8 @@ class PostgresStore(SQLStore):
             " 'traceback', '')"
         )
         dead = "j.attempt >= j.max_attempts"
-        with self.cursor() as cursor:
+        # A transaction: the steps a kill cancels or releases change in the same write.
+        with self.write_lock(), self.cursor() as cursor:
             # One conditional statement: the CTE locks only rows that still match once locked
             # (rows another transaction holds are skipped), so a job that finished meanwhile
             # is never touched, and the rows stay as they matched until this commits.
@@ -411,7 +416,9 @@ class PostgresStore(SQLStore):
                 [now, limit, now.isoformat(), now, now],
             )
             rows = sorted(cursor.fetchall())
-        killed = [i for i, _, _, s in rows if s == "dead"]
+            killed = [i for i, _, _, s in rows if s == "dead"]
+            if killed:
+                workflows.announce(self, workflows.settle_steps(self, cursor, killed, now))
         if killed:
             self.send_done_notify(killed)
             self.finished_at_commit(killed)

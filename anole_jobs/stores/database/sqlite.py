@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from anole_jobs.conf import Settings
 from anole_jobs.stores.base import ErrorEntry, Finish, NewJob, Rescued, RunRef
+from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
     FINAL,
     SQLStore,
@@ -295,7 +296,10 @@ class SqliteStore(SQLStore):
                 [at, at, encode_json(batch), at],
             )
             rows = sorted(cursor.fetchall())
-        self.finished_at_commit([i for i, _, _, s in rows if s == "dead"])
+            killed = [i for i, _, _, s in rows if s == "dead"]
+            if killed:  # the steps a kill cancels or releases change in the same write
+                workflows.announce(self, workflows.settle_steps(self, cursor, killed, now))
+        self.finished_at_commit(killed)
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
 
 

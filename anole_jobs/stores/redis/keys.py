@@ -26,6 +26,9 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P leader``                    string  ``"<instance>|<expiry key>"``, with PX for cleanup
 ``P cron``                      hash    ``name -> "<tick key>|<last job id>"``
 ``P paused``                    hash    ``queue -> <paused-at time key>`` (claim.lua reads it)
+``P wf:<workflow id>``          hash    a workflow: ``name created cancelled``
+``P wfjobs:<workflow id>``      zset    ids of its steps (member ``pid``)
+``P dn:<id>``                   list    ids of the steps that run after job <id> (its dependents)
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -34,7 +37,11 @@ digit strings, so byte order is time order then id order, exact to the microseco
 Job hash fields: ``id kind queue state args meta priority attempt max errors created sched
 attempted finished lease lease_iso worker token ukey uscope result`` (times as time keys;
 ``lease``, ``lease_iso`` and ``worker`` describe the last claim and mean something only while
-running; ``result``, JSON, only on a completed job that returned a value).
+running; ``result``, JSON, only on a completed job that returned a value). A workflow step also
+has ``wf step srepr deps waiting ignore rdelay cby``: its workflow, name (and the name's Python
+repr, for error messages), its dependencies' ids (comma-separated), how many it still waits for,
+``1`` when it ignores failures, its delay from readiness (microseconds) and the dependency whose
+failure cancelled it.
 """
 
 from __future__ import annotations
@@ -91,6 +98,8 @@ RECORD_FIELDS = (
     "ukey",
     "token",
     "result",
+    "wf",
+    "step",
 )
 
 
@@ -149,6 +158,15 @@ class Keys:
     def paused(self) -> str:
         return f"{self.prefix}paused"
 
+    def workflow(self, workflow_id: str) -> str:
+        return f"{self.prefix}wf:{workflow_id}"
+
+    def workflow_jobs(self, workflow_id: str) -> str:
+        return f"{self.prefix}wfjobs:{workflow_id}"
+
+    def dependents(self, job_id: int | str) -> str:
+        return f"{self.prefix}dn:{job_id}"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -185,6 +203,9 @@ local function K_counts() return P .. 'counts' end
 local function K_leader() return P .. 'leader' end
 local function K_cron() return P .. 'cron' end
 local function K_paused() return P .. 'paused' end
+local function K_wf(id) return P .. 'wf:' .. id end
+local function K_wfjobs(id) return P .. 'wfjobs:' .. id end
+local function K_dn(id) return P .. 'dn:' .. id end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

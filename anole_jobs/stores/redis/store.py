@@ -16,6 +16,7 @@ covers whatever was half done.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import hashlib
 import json
@@ -23,6 +24,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -43,9 +45,12 @@ from anole_jobs.stores.base import (
     JobRecord,
     ListFilter,
     NewJob,
+    NewStep,
+    NewWorkflow,
     Rescued,
     RunRef,
     Store,
+    WorkflowRow,
     ended_ids,
     woken_queues,
 )
@@ -137,6 +142,8 @@ def _record(fields: Mapping[str, bytes | str]) -> JobRecord:
         finished_at=_optional_time(fields, "finished"),
         unique_key=None if unique_key is None else _text(unique_key),
         result=_stored_json(fields.get("result"), fallback=None),
+        workflow_id=_text(fields["wf"]) if fields.get("wf") else None,
+        step_name=_text(fields["step"]) if fields.get("step") is not None else None,
     )
 
 
@@ -321,7 +328,9 @@ class RedisStore(Store):
                     result.result or "",
                 )
             )
-        reply = self._run("finish", len(results), _json_list(flat), self.done_channel, self._sender)
+        reply = self._run(
+            "finish", len(results), _json_list(flat), self.done_channel, self._sender, self.channel
+        )
         written = [ok == 1 for ok in reply]
         if self.waits_for_finished():
             self.wake_finished(ended_ids(results, written))
@@ -338,7 +347,9 @@ class RedisStore(Store):
         rescued: list[Rescued] = []
 
         def one_call(chunk: int) -> int:
-            flat = self._run("rescue", time_key(now), now.isoformat(), chunk)
+            flat = self._run(
+                "rescue", time_key(now), now.isoformat(), chunk, self.channel, self.done_channel
+            )
             rescued.extend(
                 Rescued(
                     id=int(flat[i]),
@@ -434,7 +445,13 @@ class RedisStore(Store):
 
     def list(self, filter: ListFilter) -> list[JobRecord]:
         limit = max(0, min(filter.limit, LIST_LIMIT_MAX))
-        if limit == 0 or filter.queue == "" or filter.kind == "" or filter.after == 0:
+        if (
+            limit == 0
+            or filter.queue == ""
+            or filter.kind == ""
+            or filter.after == 0
+            or filter.workflow == ""
+        ):
             return []  # no job has an empty queue or kind, nor an id below 1
         records: list[JobRecord] = []
         cursor = "" if filter.after is None else str(filter.after)
@@ -447,6 +464,7 @@ class RedisStore(Store):
                 filter.state or "",
                 filter.queue or "",
                 filter.kind or "",
+                filter.workflow or "",
             )
             records.extend(_record(_decode(encoded)) for encoded in reply[1:])
             cursor = _text(reply[0])
@@ -473,7 +491,7 @@ class RedisStore(Store):
         return record
 
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
-        encoded = self._run("cancel", job_id, time_key(now))
+        encoded = self._run("cancel", job_id, time_key(now), self.channel, self.done_channel)
         if not encoded:
             return None
         record = _record(_decode(encoded))
@@ -486,6 +504,74 @@ class RedisStore(Store):
         if deleted:
             self._ended([job_id])
         return deleted
+
+    # -- workflows (the scripts' "Workflows" helpers in _lib.lua) -----------------------------
+    def insert_workflow(
+        self, workflow: NewWorkflow, steps: Sequence[NewStep], *, last: bool, now: datetime
+    ) -> builtins.list[int]:
+        args: list[str] = []
+        for step in steps:
+            args.extend(self._new_job_args(replace(step.job, state="available", unique_key=None)))
+            delay = step.ready_delay
+            args.extend(
+                (
+                    step.name,
+                    repr(step.name),
+                    ",".join(str(i) for i in step.after),
+                    ",".join(str(i) for i in step.after_ids),
+                    "1" if step.ignore_failed else "0",
+                    "" if delay is None else str(delay // timedelta(microseconds=1)),
+                )
+            )
+        reply = self._run(
+            "insert_workflow",
+            workflow.id,
+            workflow.name,
+            time_key(workflow.created_at),
+            time_key(now),
+            "1" if last else "0",
+            len(steps),
+            compact(args),
+            self.channel,
+        )
+        ids = [int(i) for i in _text(reply).split(",") if i]
+        if last:
+            # The script published the wake-up for every process; this one's waiters too.
+            self.wakeups.wake([step.job.queue for step in steps])
+        return ids
+
+    def workflow(self, workflow_id: str) -> WorkflowRow | None:
+        reply = self._run("workflow", workflow_id)
+        if not reply:
+            return None
+        steps = []
+        dependencies: dict[int, tuple[int, ...]] = {}
+        for i in range(3, len(reply), 2):
+            record = _record(_decode(reply[i]))
+            steps.append(record)
+            dependencies[record.id] = tuple(int(d) for d in _text(reply[i + 1]).split(",") if d)
+        return WorkflowRow(
+            id=workflow_id,
+            name=_text(reply[0]),
+            created_at=parse_time_key(reply[1]),
+            cancelled=_text(reply[2]) == "1",
+            steps=tuple(steps),
+            dependencies=dependencies,
+        )
+
+    def cancel_workflow(self, workflow_id: str, *, now: datetime) -> bool | None:
+        reply = self._run("cancel_workflow", workflow_id, time_key(now))
+        if not reply:
+            return None
+        self._ended([int(i) for i in reply[1:]])
+        return bool(reply[0])
+
+    def dependency_results(self, job_id: int) -> dict[str, Any]:
+        reply = self._run("dependency_results", job_id)
+        return {
+            _text(reply[i]): _stored_json(reply[i + 1] or None, fallback=None)
+            for i in range(0, len(reply), 2)
+        }
 
     # -- queue pause: one hash, read by claim.lua -------------------------------------------
     def pause(self, queue: str, *, now: datetime) -> bool:

@@ -6,8 +6,8 @@
 -- bookkeeping here is what keeps the sorted sets, the counts and the unique keys consistent.
 
 local CORE = {'state', 'queue', 'kind', 'priority', 'sched', 'lease', 'finished', 'attempt',
-              'token', 'max', 'ukey', 'uscope'}
-local LIVE = {scheduled = true, available = true, running = true, retrying = true}
+              'token', 'max', 'ukey', 'uscope', 'wf'}
+local LIVE = {pending = true, scheduled = true, available = true, running = true, retrying = true}
 local FINAL = {completed = true, dead = true, cancelled = true}
 
 local function load(id)
@@ -175,6 +175,8 @@ local function enter(j)
     zadd(K_running(), 0, j.lease .. p)
   elseif FINAL[s] then
     zadd(K_fin(s), 0, j.finished .. p)
+  elseif s == 'pending' then
+    -- a workflow step waiting for its dependencies: in the state index only
   else
     error('anole_jobs: unknown job state ' .. tostring(s))
   end
@@ -183,8 +185,11 @@ local function enter(j)
   release_unique(j)
 end
 
+local wf_forget  -- defined with the workflow helpers at the end
+
 -- Remove every trace of a job (delete, prune).
 local function destroy(j)
+  if j.wf then wf_forget(j) end
   leave(j)
   local p = pid(j.id)
   zrem(K_all(), p)
@@ -245,4 +250,169 @@ local function insert_one(v, i, id)
   zadd(K_kind(kind), 0, p)
   if has_ukey then redis.call('SET', K_u(ukey), id) end
   return tonumber(id), 1
+end
+
+-- Workflows (see "Workflows" in stores/base.py) ------------------------------------------------
+-- A step's hash has wf, step, srepr, deps, waiting, ignore, rdelay, cby (keys.py); `P dn:<id>`
+-- lists the steps that run after job <id>. Settling runs inside the script whose write ended a
+-- step (finish, rescue, cancel), so the dependents change in the same atomic write. What it
+-- made available and what it ended is published by `wf_publish` (sender '' so that every
+-- process, this one too, hears it).
+local WF_QUEUES, WF_ENDED = {}, {}
+
+-- `a` (a time key) plus `micros` (a decimal string), as a time key: time keys are beyond a
+-- double's exact integers, so the sum is done in two halves.
+local function time_add(a, micros)
+  local b = string.format('%018d', tonumber(micros))
+  local lo = tonumber(string.sub(a, -9)) + tonumber(string.sub(b, -9))
+  local hi = tonumber(string.sub(a, 1, -10)) + tonumber(string.sub(b, 1, -10))
+  if lo >= 1000000000 then
+    lo = lo - 1000000000
+    hi = hi + 1
+  end
+  return string.format('%09d%09d', hi, lo)
+end
+
+-- A time key as Python's datetime.isoformat() writes the aware UTC time.
+local function iso_of(key)
+  local seconds, micros = tonumber(string.sub(key, 1, 12)), tonumber(string.sub(key, 13))
+  local days = math.floor(seconds / 86400)
+  local rest = seconds - days * 86400
+  -- days since 0001-01-01 -> civil date (H. Hinnant's algorithm, from 0000-03-01)
+  local z = days + 306
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  local text = string.format('%04d-%02d-%02dT%02d:%02d:%02d', y, m, d, math.floor(rest / 3600),
+    math.floor(rest % 3600 / 60), rest % 60)
+  if micros > 0 then text = text .. string.format('.%06d', micros) end
+  return text .. '+00:00'
+end
+
+-- A pending step whose dependencies all ended: due now, or after its delay from now.
+local function wf_ready(c, now)
+  local rdelay = redis.call('HGET', K_job(c.id), 'rdelay')
+  local sched = c.sched
+  if rdelay then
+    sched = time_add(now, rdelay)
+  elseif sched < now then
+    sched = now
+  end
+  leave(c)
+  set(c, 'sched', sched)
+  set(c, 'waiting', '0')
+  if sched > now then
+    set(c, 'state', 'scheduled')
+  else
+    set(c, 'state', 'available')
+    WF_QUEUES[c.queue] = true
+  end
+  enter(c)
+  save(c)
+end
+
+-- Step `ended` (a loaded job, saved in its final state) ended at `now` (a time key): release or
+-- cancel its pending dependents, transitively.
+local function wf_settle(ended, now)
+  local todo = {ended}
+  while #todo > 0 do
+    local row = table.remove(todo)
+    local failed = row.state ~= 'completed'
+    local srepr = nil
+    for _, cid in ipairs(redis.call('LRANGE', K_dn(row.id), 0, -1)) do
+      local c = load(cid)
+      if c and c.state == 'pending' then
+        local h = redis.call('HMGET', K_job(c.id), 'ignore', 'waiting', 'attempt')
+        if failed and h[1] ~= '1' then
+          srepr = srepr or redis.call('HGET', K_job(row.id), 'srepr') or "''"
+          leave(c)
+          set(c, 'state', 'cancelled')
+          set(c, 'finished', now)
+          set(c, 'cby', row.id)
+          append_error(c, cjson.encode({
+            at = iso_of(now),
+            attempt = tonumber(h[3]),
+            type = 'DependencyFailed',
+            message = 'its dependency ' .. srepr .. ' ended ' .. row.state,
+            traceback = '',
+          }))
+          enter(c)
+          save(c)
+          WF_ENDED[#WF_ENDED + 1] = c.id
+          todo[#todo + 1] = c
+        else
+          local waiting = tonumber(h[2] or '1') - 1
+          if waiting <= 0 then
+            wf_ready(c, now)
+          else
+            redis.call('HSET', K_job(c.id), 'waiting', string.format('%d', waiting))
+          end
+        end
+      end
+    end
+  end
+end
+
+-- Step `retried` runs again: the dependents its ending cancelled wait for it again,
+-- transitively, unless another dependency failed too.
+local function wf_reopen(retried)
+  local todo = {retried}
+  while #todo > 0 do
+    local rid = table.remove(todo)
+    for _, cid in ipairs(redis.call('LRANGE', K_dn(rid), 0, -1)) do
+      local c = load(cid)
+      local h = c and redis.call('HMGET', K_job(cid), 'cby', 'ignore', 'deps')
+      if c and c.state == 'cancelled' and h[1] == rid then
+        local blocker, waiting = nil, 0
+        for dep in string.gmatch(h[3] or '', '[^,]+') do
+          local state = redis.call('HGET', K_job(dep), 'state')
+          if (state == 'dead' or state == 'cancelled') and h[2] ~= '1' and not blocker then
+            blocker = dep
+          end
+          if state and not FINAL[state] then waiting = waiting + 1 end
+        end
+        if blocker then
+          redis.call('HSET', K_job(cid), 'cby', blocker)
+        else
+          leave(c)
+          set(c, 'state', 'pending')
+          set(c, 'finished', false)
+          set(c, 'cby', false)
+          set(c, 'waiting', string.format('%d', waiting))
+          enter(c)
+          save(c)
+          todo[#todo + 1] = cid
+        end
+      end
+    end
+  end
+end
+
+-- A step's job is deleted (prune, delete): drop its dependents list, and its workflow with
+-- its last step.
+wf_forget = function(j)
+  redis.call('DEL', K_dn(j.id))
+  redis.call('ZREM', K_wfjobs(j.wf), pid(j.id))
+  if redis.call('EXISTS', K_wfjobs(j.wf)) == 0 then redis.call('DEL', K_wf(j.wf)) end
+end
+
+-- Tell every process what settling did: the queues it made jobs available in, the jobs it
+-- ended (`wake_channel`/`done_channel` as the store's).
+local function wf_publish(wake_channel, done_channel)
+  local queues = {}
+  for queue in pairs(WF_QUEUES) do queues[#queues + 1] = queue end
+  if #queues > 0 then
+    table.sort(queues)
+    redis.call('PUBLISH', wake_channel, cjson.encode({from = '', queues = queues}))
+  end
+  if #WF_ENDED > 0 then
+    redis.call('PUBLISH', done_channel, cjson.encode({from = '', queues = WF_ENDED}))
+  end
+  WF_QUEUES, WF_ENDED = {}, {}
 end

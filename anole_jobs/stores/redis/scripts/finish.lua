@@ -1,7 +1,8 @@
 -- finish: ARGV[2] = n, [3] the n results as ONE JSON array of strings, 9 per result: id,
 -- attempt, token, state, at key, scheduled_at key ('' = keep), error entry JSON ('' = none),
 -- give back attempt ('1'/'0'), result JSON ('' = none; kept only by a 'completed' write).
--- [4] the channel of finished jobs, [5] the sender id. One argument instead of 9 per result:
+-- [4] the channel of finished jobs, [5] the sender id, [6] the wake-up channel (for the
+-- workflow steps a finish makes available). One argument instead of 9 per result:
 -- packing them cost the client more than the script took (as for insert). Each write is
 -- fenced (the job still running, with the same attempt and claim token); returns 1/0 per
 -- result. The ids of the jobs it ended are published once, and only while someone listens
@@ -25,6 +26,7 @@ for k = 0, tonumber(ARGV[2]) - 1 do
     if sched ~= '' then set(j, 'sched', sched) end
     enter(j)
     save(j)
+    if j.wf and FINAL[state] then wf_settle(j, at) end  -- a workflow step: its dependents
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
@@ -33,4 +35,5 @@ end
 if #ended > 0 and redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > 0 then
   redis.call('PUBLISH', ARGV[4], cjson.encode({from = ARGV[5], queues = ended}))
 end
+wf_publish(ARGV[6], ARGV[4])
 return done(out)

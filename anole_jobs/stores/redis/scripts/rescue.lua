@@ -1,4 +1,5 @@
--- rescue: ARGV[2] now key, [3] now iso, [4] limit. Every running job whose lease ended before
+-- rescue: ARGV[2] now key, [3] now iso, [4] limit, [5] wake-up channel, [6] finished channel
+-- (for the workflow steps a kill settles). Every running job whose lease ended before
 -- now goes back to available (scheduled now), or dead on its last attempt, with a LeaseExpired
 -- error. Only jobs still running are in the running set, so a job that finished meanwhile is
 -- never touched. Returns {id, kind, queue, new state} per rescued job, flattened.
@@ -27,9 +28,11 @@ for _, member in ipairs(lapsed) do
     end
     enter(j)
     save(j)
+    if j.wf and j.state == 'dead' then wf_settle(j, now) end
     for _, value in ipairs({tonumber(j.id), j.kind, j.queue, j.state}) do out[#out + 1] = value end
   else
     zrem(K_running(), member)  -- a stale entry (the job hash evicted?): drop it
   end
 end
+wf_publish(ARGV[5], ARGV[6])
 return done(out)

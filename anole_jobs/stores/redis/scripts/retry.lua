@@ -4,6 +4,9 @@
 -- make two live jobs with one key). Returns the job's record, or nil if there is none.
 local j = load(ARGV[2])
 if not j then return false end
+-- A pending workflow step runs when its dependencies allow, not before.
+if j.state == 'pending' then return record_of(j.id) end
+local reopen = j.wf and (j.state == 'dead' or j.state == 'cancelled')
 if j.ukey and not holds_unique(j) then
   local held_by = holder(j.ukey)
   if held_by and held_by ~= j.id then return record_of(j.id) end
@@ -19,4 +22,5 @@ set(j, 'finished', false)
 set(j, 'result', false)  -- it runs again: its result will be the next completion's
 enter(j)
 save(j)
+if reopen then wf_reopen(j.id) end  -- what its ending cancelled waits for it again
 return done(record_of(j.id))
