@@ -62,13 +62,9 @@ def test_workers_all_run_jobs_and_sigterm_drains_every_one(backend: Backend) -> 
     assert {pid for found in ran.values() for pid in found} == set(pids.values())
     # SIGTERM while each worker runs a job that finishes within the drain: both drain.
     marker = str(backend.markers)
-    (slow,) = [backend.enqueue("whoami", count=4, seconds=1.0, marker=marker)]
-    wait_until(
-        lambda: sum(1 for p in backend.markers.glob("*.started") if int(p.name.split(".")[0]) in slow)
-        == 4,
-        "4 slow jobs started",
-        30,
-    )
+    slow = backend.enqueue("whoami", count=4, seconds=1.0, marker=marker)
+    for job_id in slow:
+        wait_markers(backend.markers, 1, job_id=job_id)
     supervisor.signal(signal.SIGTERM)
     assert supervisor.wait(timeout=30) == 0, supervisor.output()
     records = backend.jobs(slow)
@@ -107,9 +103,8 @@ def test_a_killed_worker_is_restarted_and_its_job_rescued(backend: Backend) -> N
 
 
 def test_max_jobs_per_process_recycles_without_loss_or_counted_attempts(backend: Backend) -> None:
-    supervisor = backend.spawn("--processes", "2", "--max-jobs-per-process", "3")
+    supervisor = backend.spawn("--processes", "2", "--max-jobs-per-process", "3", CONCURRENCY="2")
     wait_workers(supervisor, 2)
-    first = set(worker_pids(supervisor.output()).values())
     ids = backend.enqueue("whoami", count=20, seconds=0.05, marker=str(backend.markers))
     records = backend.wait_state(ids, "completed")
     # Every job ran once, its first attempt: nothing given back was counted or lost.
@@ -120,14 +115,14 @@ def test_max_jobs_per_process_recycles_without_loss_or_counted_attempts(backend:
     by_pid: dict[int, int] = {}
     for (pid,) in ran.values():
         by_pid[pid] = by_pid.get(pid, 0) + 1
-    # 20 jobs, at most 3 + the jobs running when the third ended (concurrency 4) per process.
-    assert len(by_pid) >= 20 // (3 + 3)
-    assert all(n <= 3 + 3 for n in by_pid.values()), by_pid
+    # Past 3 jobs a worker claims nothing more: it runs at most the jobs it held then (its 2
+    # slots and what it claimed ahead, at most as many again).
+    assert all(n <= 3 + 2 * 2 for n in by_pid.values()), by_pid
+    # So the first two workers were replaced: more processes ran jobs than ever ran at once.
+    assert len(by_pid) > 2, by_pid
     output = supervisor.output()
     assert "runjobs: recycling after 3 job(s) (--max-jobs-per-process 3)" in output
     assert "recycled; starting its replacement" in output
-    # The first workers were replaced: more processes ran jobs than ever ran at once.
-    assert len(by_pid) > 2 and first <= set(by_pid) | first
     supervisor.signal(signal.SIGTERM)
     assert supervisor.wait(timeout=30) == 0, supervisor.output()
 
@@ -136,11 +131,15 @@ def test_a_single_runjobs_past_its_limit_drains_and_exits_3(sqlite_backend: Back
     backend = sqlite_backend
     worker = backend.spawn("--max-jobs-per-process", "2", CONCURRENCY="1")
     worker.wait_ready()
-    ids = backend.enqueue("whoami", count=3, marker=str(backend.markers))
+    ids = backend.enqueue("whoami", count=8, seconds=0.3, marker=str(backend.markers))
     assert worker.wait(timeout=30) == 3, worker.output()
-    records = backend.jobs(ids)
-    assert sorted(r["state"] for r in records.values()) == ["available", "completed", "completed"]
-    assert {r["attempt"] for r in records.values()} <= {0, 1}
+    records = backend.jobs(ids).values()
+    done = [r for r in records if r["state"] == "completed"]
+    # Two jobs, and what it held when the second ended (its slot and what it claimed ahead).
+    assert 2 <= len(done) <= 2 + 2 * 1
+    assert {r["attempt"] for r in done} == {1}
+    left = [r for r in records if r["state"] != "completed"]
+    assert all((r["state"], r["attempt"], r["errors"]) == ("available", 0, []) for r in left)
     assert "exiting with status 3 so that it is replaced" in worker.output()
 
 
@@ -163,19 +162,22 @@ def test_a_second_signal_makes_every_worker_give_its_jobs_back(sqlite_backend: B
     supervisor = backend.spawn("--processes", "2", CONCURRENCY="1", DRAIN="30")
     wait_workers(supervisor, 2)
     ids = backend.enqueue("whoami", count=2, seconds=60, marker=str(backend.markers))
-    wait_markers(backend.markers, 2)
-    assert len({pid for found in pids_that_ran(backend.markers).values() for pid in found}) == 2
+    wait_markers(backend.markers, 1)
     supervisor.signal(signal.SIGTERM)
     supervisor.wait_output("[worker 1]: runjobs: SIGTERM (from the supervisor) received; draining")
     supervisor.wait_output("[worker 2]: runjobs: SIGTERM (from the supervisor) received; draining")
+    running = len(list(backend.markers.glob("*.started")))
     supervisor.signal(signal.SIGINT)
     assert supervisor.wait(timeout=30) == 1, supervisor.output()
     records = backend.jobs(ids)
+    # Given back at once (not after the 30 s drain), fenced, the attempt not counted.
     assert all(
         (r["state"], r["attempt"], r["errors"]) == ("available", 0, []) for r in records.values()
     ), records
     output = supervisor.output()
-    assert output.count("second signal: gave back 1 running job(s)") == 2
+    assert "second signal: asking" in output
+    assert output.count(": interrupted, given back") == running
+    assert "drain_timeout (30 s) passed" not in output
     assert "a drain did not end cleanly; exiting 1" in output
 
 
