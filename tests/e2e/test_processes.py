@@ -230,3 +230,29 @@ def test_bad_option_values_exit_2_with_a_clear_message(
     assert done.returncode == 2, done
     assert message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie nobody reaped yet does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_workers_drain_and_exit_when_their_supervisor_is_killed(sqlite_backend: Backend) -> None:
+    backend = sqlite_backend
+    supervisor = backend.spawn("--processes", "2")
+    wait_workers(supervisor, 2)
+    pids = set(worker_pids(supervisor.output()).values())
+    (job_id,) = backend.enqueue("whoami", seconds=1.0, marker=str(backend.markers))
+    wait_markers(backend.markers, 1)
+    supervisor.proc.send_signal(signal.SIGKILL)
+    assert supervisor.wait(timeout=10) == -signal.SIGKILL
+    # Orphans do not linger: each sees its supervisor's pipe close, drains and exits.
+    wait_until(lambda: not any(alive(pid) for pid in pids), "both workers to exit", 30)
+    output = supervisor.output()
+    assert output.count("runjobs: end of input (the supervisor is gone) received; draining") == 2
+    # The running job was let finish within the drain.
+    assert backend.jobs([job_id])[job_id]["state"] == "completed"
