@@ -27,7 +27,7 @@ from anole_jobs.worker.supervisor import RECYCLE_EXIT
 if TYPE_CHECKING:
     from anole_jobs.worker.runner import Runtime
 
-__all__ = ["RECYCLE_EXIT", "Limits", "RecycleWatch", "rss_bytes", "hold_until_idle"]
+__all__ = ["RECYCLE_EXIT", "Limits", "RecycleWatch", "rss_bytes", "stop_claiming", "wait_idle"]
 
 MIB = 1024 * 1024
 
@@ -113,16 +113,23 @@ class RecycleWatch:
         return None
 
 
-def hold_until_idle(runtime: Runtime, interrupted: Callable[[], bool], recheck: float) -> None:
-    """Stop claiming, give back what was claimed but not started, and wait until no job
-    runs or `interrupted()` (a signal came: the caller's drain takes over). `recheck` bounds
-    each wait, so a signal is noticed within it."""
+def stop_claiming(runtime: Runtime) -> int:
+    """Stop claiming and give back what was claimed but not started (the attempt not
+    counted); how many jobs were given back."""
     for worker in runtime.workers:
         worker.stop_claiming()
+    given = 0
     for worker in runtime.workers:
         unstarted = worker.take_unstarted()
         if unstarted:
             worker.give_back(unstarted)
+            given += len(unstarted)
+    return given
+
+
+def wait_idle(runtime: Runtime, interrupted: Callable[[], bool], recheck: float) -> None:
+    """Wait until no job runs, or `interrupted()` (a signal came: the caller's drain takes
+    over). `recheck` bounds each wait, so a signal is noticed within it."""
     while not interrupted():
         if runtime.runs.wait_empty(None, recheck):
             return

@@ -145,13 +145,16 @@ def test_a_single_runjobs_past_its_limit_drains_and_exits_3(sqlite_backend: Back
 
 def test_max_memory_per_process_recycles(sqlite_backend: Backend) -> None:
     backend = sqlite_backend
-    supervisor = backend.spawn("--processes", "2", "--max-memory-per-process", "300")
+    # A worker holds about 60 MiB before its first job. A long lease: touching fresh memory
+    # is slow on a loaded machine, and a rescue would count an attempt.
+    supervisor = backend.spawn("--processes", "2", "--max-memory-per-process", "130", LEASE="10")
     wait_workers(supervisor, 2)
-    # Each job keeps 120 MiB: a worker passes 300 MiB at its second or third job.
-    ids = backend.enqueue("whoami", count=4, hold=120, marker=str(backend.markers))
+    # Each job keeps 25 MiB for the life of its process: a worker passes 130 MiB within a
+    # few jobs, and is replaced.
+    ids = backend.enqueue("whoami", count=8, hold=25, marker=str(backend.markers))
     records = backend.wait_state(ids, "completed")
     assert {r["attempt"] for r in records.values()} == {1}
-    supervisor.wait_output("MiB of memory (--max-memory-per-process 300)")
+    supervisor.wait_output("MiB of memory (--max-memory-per-process 130)")
     supervisor.wait_output("recycled; starting its replacement")
     supervisor.signal(signal.SIGTERM)
     assert supervisor.wait(timeout=30) == 0, supervisor.output()

@@ -172,5 +172,5 @@ def test_a_worker_gets_the_supervisors_options_but_not_its_own(
 ) -> None:
     options = {**options, "processes": 4, "metrics_port": 9100, "metrics_addr": "0.0.0.0"}
     argv = _worker_argv(options, 1)
-    assert argv[1:6] == ["-m", "django", "runjobs", "--supervised", "2"]
-    assert argv[6:] == tail
+    assert argv[1:7] == ["-m", "django", "runjobs", "--supervised", "2", "--skip-checks"]
+    assert argv[7:] == tail

@@ -154,9 +154,9 @@ class Command(BaseCommand):
             if settings.store.kind == "memory":
                 raise CommandError(MEMORY_REFUSED)
             self._check_cron(service)
+            _check_memory_limit(limits)
             # Before claiming anything: a store that does not answer is a start-up failure a
             # service manager must see (exit 1, one line); once running, outages are ridden out.
-            _check_memory_limit(limits)
             wait_for_store(service, settings.startup_timeout.total_seconds())
             if processes > 1 and supervised is None:
                 status = self._supervise(service.settings, options, processes)
@@ -181,13 +181,15 @@ class Command(BaseCommand):
         signals.wait()
         recycled = signals.recycling is not None and not signals.received
         if recycled:
+            given_back = recycle.stop_claiming(runtime)
             logger.info(
-                "runjobs: recycling after %s: claiming nothing more; waiting for %d running "
-                "job(s) to finish",
+                "runjobs: recycling after %s: claiming nothing more (%d job(s) claimed but not "
+                "started given back); waiting for %d running job(s) to finish",
                 signals.recycling,
+                given_back,
                 runtime.runs.count(),
             )
-            recycle.hold_until_idle(runtime, lambda: signals.received, RECYCLE_RECHECK)
+            recycle.wait_idle(runtime, lambda: signals.received, RECYCLE_RECHECK)
             recycled = not signals.received
         runtime.stop(
             drain=True,
@@ -307,7 +309,9 @@ def _check_memory_limit(limits: recycle.Limits) -> None:
 def _worker_argv(options: dict[str, Any], slot: int) -> list[str]:
     """The command line of worker `slot` (0-based): this runjobs's own options, less those
     only the supervisor uses."""
+    # The supervisor ran the system checks: its workers do not print them again.
     argv = [sys.executable, "-m", "django", "runjobs", "--supervised", str(slot + 1)]
+    argv.append("--skip-checks")
     for queue in options.get("queues") or ():
         argv += ["--queue", queue]
     for option, flag in (
