@@ -174,3 +174,33 @@ def test_a_worker_gets_the_supervisors_options_but_not_its_own(
     argv = _worker_argv(options, 1)
     assert argv[1:7] == ["-m", "django", "runjobs", "--supervised", "2", "--skip-checks"]
     assert argv[7:] == tail
+
+
+def test_a_supervisors_drain_request_and_a_direct_signal_drain_once() -> None:
+    # A service manager that signals every process of the service reaches a worker directly
+    # and through its supervisor: that is one drain, not a drain and a give-back.
+    from anole_jobs.management.commands.runjobs import _Signals
+
+    signals = _Signals()
+    signals.request_drain("SIGTERM (from the supervisor)")
+    signals._on_signal(signal.SIGTERM, None)
+    assert (signals.received, signals.count, signals.first) == (
+        True,
+        1,
+        "SIGTERM (from the supervisor)",
+    )
+    assert signals._aborting is None
+    signals.wait()  # returns at once: the drain was asked for
+    other = _Signals()
+    other._on_signal(signal.SIGINT, None)
+    other.request_drain("SIGTERM (from the supervisor)")
+    assert (other.count, other.first) == (1, "SIGINT")
+
+
+def test_a_recycle_wakes_the_main_thread_without_asking_for_a_drain() -> None:
+    from anole_jobs.management.commands.runjobs import _Signals
+
+    signals = _Signals()
+    signals.recycle("3 job(s) (--max-jobs-per-process 3)")
+    signals.wait()
+    assert not signals.received and signals.recycling == "3 job(s) (--max-jobs-per-process 3)"
