@@ -75,13 +75,14 @@ class Decision:
 
 
 def describe_status(code: int) -> str:
+    """How a process ended, for a log line: "exited with code 1", "was killed by SIGKILL"."""
     if code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        return f"killed by {name}"
-    return f"code {code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
 
 
 class Supervision:
@@ -111,7 +112,7 @@ class Supervision:
             return Decision(
                 "done",
                 0.0,
-                f"{name} exited with {describe_status(code)}: its drain did not end cleanly "
+                f"{name} {describe_status(code)}: its drain did not end cleanly "
                 "(jobs it still ran were given back, or run again after their lease)",
                 clean=False,
             )
@@ -126,7 +127,7 @@ class Supervision:
         return Decision(
             "restart",
             delay,
-            f"{name} exited unexpectedly with {describe_status(code)} after {ran:.1f} s"
+            f"{name} {describe_status(code)} unexpectedly after {ran:.1f} s"
             f"{in_a_row}; restarting it in {delay:g} s",
         )
 

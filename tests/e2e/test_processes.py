@@ -88,7 +88,7 @@ def test_a_killed_worker_is_restarted_and_its_job_rescued(backend: Backend) -> N
     mark = len(supervisor.output())
     os.kill(victim, signal.SIGKILL)
     supervisor.wait_output(
-        f"worker {number} (pid {victim}) exited unexpectedly with killed by SIGKILL", since=mark
+        f"worker {number} (pid {victim}) was killed by SIGKILL unexpectedly", since=mark
     )
     supervisor.wait_output("restarting it in 1 s", since=mark)
     output = supervisor.wait_output(f"worker {number} started (pid", since=mark)

@@ -40,7 +40,7 @@ def test_a_worker_that_keeps_failing_is_restarted_later_and_later() -> None:
         delays.append(decision.delay)
         clock.advance(decision.delay)
     assert delays == [1, 2, 4, 8, 8, 8]
-    assert "worker 1 (pid 4242) exited unexpectedly with code 1 after 2.0 s" in decision.message
+    assert "worker 1 (pid 4242) exited with code 1 unexpectedly after 2.0 s" in decision.message
     assert "6 times in a row; restarting it in 8 s" in decision.message
     # The other worker's failures are its own.
     supervision.started(1, clock.now)
@@ -59,7 +59,9 @@ def test_a_worker_that_ran_long_enough_starts_its_backoff_over() -> None:
     supervision.started(0, clock.now)
     decision = supervision.exited(0, 1, -signal.SIGKILL, clock.advance(60.0))
     assert decision.delay == 1
-    assert "killed by SIGKILL after 60.0 s; restarting it in 1 s" in decision.message
+    assert "was killed by SIGKILL unexpectedly after 60.0 s; restarting it in 1 s" in (
+        decision.message
+    )
 
 
 def test_a_recycled_worker_is_replaced_at_once_and_its_failures_forgotten() -> None:
@@ -80,7 +82,7 @@ def test_a_clean_exit_the_supervisor_did_not_ask_for_is_restarted() -> None:
     supervision.started(0, 0.0)
     decision = supervision.exited(0, 9, 0, 3.0)
     assert decision.action == "restart"
-    assert "exited unexpectedly with code 0" in decision.message
+    assert "exited with code 0 unexpectedly" in decision.message
 
 
 def test_once_stopping_nothing_restarts_and_only_a_clean_drain_is_clean() -> None:
@@ -95,13 +97,13 @@ def test_once_stopping_nothing_restarts_and_only_a_clean_drain_is_clean() -> Non
     assert supervision.exited(1, 11, RECYCLE_EXIT, 5.0).clean
     failed = supervision.exited(2, 12, 1, 5.0)
     assert (failed.action, failed.clean) == ("done", False)
-    assert "worker 3 (pid 12) exited with code 1: its drain did not end cleanly" in failed.message
+    assert "worker 3 (pid 12) exited with code 1: its drain did not end cleanly" in (failed.message)
 
 
 def test_describe_status() -> None:
-    assert describe_status(2) == "code 2"
-    assert describe_status(-signal.SIGTERM) == "killed by SIGTERM"
-    assert describe_status(-200) == "killed by signal 200"
+    assert describe_status(2) == "exited with code 2"
+    assert describe_status(-signal.SIGTERM) == "was killed by SIGTERM"
+    assert describe_status(-200) == "was killed by signal 200"
 
 
 # -- recycling ---------------------------------------------------------------------------------
