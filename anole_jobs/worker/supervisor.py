@@ -101,6 +101,11 @@ class Supervision:
         """The supervisor was asked to stop: nothing is restarted from now on."""
         self.stopping = True
 
+    def could_not_start(self, slot: int) -> float:
+        """Starting the worker failed: the wait before the next try (a failure in a row)."""
+        self.failures[slot] += 1
+        return self.backoff.delay(self.failures[slot])
+
     def exited(self, slot: int, pid: int, code: int, now: float) -> Decision:
         name = f"worker {slot + 1} (pid {pid})"
         began = self.started_at[slot]
@@ -204,13 +209,21 @@ class Supervisor:
 
     # -- processes ------------------------------------------------------------------------------
     def _start(self, slot: int) -> None:
-        proc = subprocess.Popen(
-            list(self.command(slot)),
-            env=self.env,
-            cwd=self.cwd,
-            stdin=subprocess.PIPE,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                list(self.command(slot)),
+                env=self.env,
+                cwd=self.cwd,
+                stdin=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:  # no memory or processes left to start one: try again later
+            delay = self.supervision.could_not_start(slot)
+            logger.error(
+                "could not start worker %d (%s); trying again in %g s", slot + 1, exc, delay
+            )
+            self._restarts[slot] = monotonic() + delay
+            return
         child = _Child(slot, proc)
         self.children[slot] = child
         self.supervision.started(slot, monotonic())

@@ -100,6 +100,13 @@ def test_once_stopping_nothing_restarts_and_only_a_clean_drain_is_clean() -> Non
     assert "worker 3 (pid 12) exited with code 1: its drain did not end cleanly" in (failed.message)
 
 
+def test_a_worker_that_cannot_be_started_is_tried_again_with_the_same_backoff() -> None:
+    supervision = Supervision(1, Backoff(first=1.0, cap=30.0))
+    assert [supervision.could_not_start(0) for _ in range(3)] == [1, 2, 4]
+    supervision.started(0, 0.0)
+    assert supervision.exited(0, 5, 1, 1.0).delay == 8
+
+
 def test_describe_status() -> None:
     assert describe_status(2) == "exited with code 2"
     assert describe_status(-signal.SIGTERM) == "was killed by SIGTERM"
@@ -206,3 +213,56 @@ def test_a_recycle_wakes_the_main_thread_without_asking_for_a_drain() -> None:
     signals.recycle("3 job(s) (--max-jobs-per-process 3)")
     signals.wait()
     assert not signals.received and signals.recycling == "3 job(s) (--max-jobs-per-process 3)"
+
+
+# -- the supervisor's loop, with stand-in workers ------------------------------------------------
+#: A stand-in worker that drains when its supervisor asks (and says how it was asked).
+DRAINS = (
+    "import sys\n"
+    "line = sys.stdin.readline()\n"
+    "sys.exit(0 if line.startswith('drain SIGTERM') else 9)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("first_exit", "logged"),
+    [
+        (RECYCLE_EXIT, "worker 1 (pid {pid}) recycled; starting its replacement"),
+        (1, "worker 1 (pid {pid}) exited with code 1 unexpectedly after"),
+    ],
+)
+def test_the_supervisor_replaces_a_worker_then_drains_on_sigterm(
+    caplog: pytest.LogCaptureFixture, first_exit: int, logged: str
+) -> None:
+    import os
+    import sys
+
+    from anole_jobs.worker.supervisor import Supervisor
+
+    calls: list[int] = []
+
+    def command(slot: int) -> list[str]:
+        calls.append(slot)
+        if len(calls) == 1:
+            return [sys.executable, "-c", f"raise SystemExit({first_exit})"]
+        # The replacement: once it runs, the supervisor gets its SIGTERM.
+        os.kill(os.getpid(), signal.SIGTERM)
+        return [sys.executable, "-c", DRAINS]
+
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    exited: list[int] = []
+    supervisor = Supervisor(command, 1, backoff=Backoff(first=0.01), on_exit=exited.append)
+    caplog.set_level("INFO", logger="anole_jobs.supervisor")
+    try:
+        status = supervisor.run()
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+    assert status == 0
+    assert calls == [0, 0]
+    assert len(exited) == 2  # each exit reported (metrics drop the process's gauges)
+    text = caplog.text
+    assert logged.format(pid=exited[0]) in text
+    assert "SIGTERM received; asking 1 worker(s) to drain" in text
+    assert f"worker 1 (pid {exited[1]}) drained and exited" in text
+    assert "every worker stopped; exiting 0" in text
