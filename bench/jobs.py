@@ -18,3 +18,19 @@ class Noop:
 @jobs.handler(Noop)
 def noop(job: Job, args: Noop) -> None:
     return None
+
+
+@kind("bench.cpu", attempts=3)
+@dataclass
+class Cpu:
+    """A job that only computes, holding the GIL for all of it: what more processes buy."""
+
+    rounds: int = 200_000
+
+
+@jobs.handler(Cpu)
+def cpu(job: Job, args: Cpu) -> int:
+    total = 0
+    for i in range(args.rounds):
+        total = (total + i * i) % 1_000_003
+    return total

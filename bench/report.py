@@ -30,6 +30,7 @@ TARGETS: dict[str, dict[str, tuple[str, str, float]]] = {
     "latency_load_p99": {s: ("value", "<=", 20) for s in ("postgres", "redis")},
     "growth_finished": {s: ("ratio", "<=", 1.2) for s in ("sqlite", "postgres", "redis")},
     "growth_backlog": {s: ("ratio", "<=", 1.2) for s in ("sqlite", "postgres", "redis")},
+    "processes_2": {s: ("ratio", ">=", 1.7) for s in ("sqlite", "postgres", "redis")},
 }
 
 

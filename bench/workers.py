@@ -27,8 +27,13 @@ class RunjobsWorker:
 
     UP_MARKER = "runjobs running"
 
-    def __init__(self, bench: Bench) -> None:
+    def __init__(self, bench: Bench, *, args: tuple[str, ...] = (), ups: int = 1) -> None:
         self.bench = bench
+        #: More options for runjobs, and how many "up" lines mean every worker is up (one
+        #: per worker process under `--processes`).
+        self.args = args
+        self.ups = ups
+        self._seen_up = 0
         self.proc: subprocess.Popen[str] | None = None
         self.up = threading.Event()
         self.lines: deque[str] = deque(maxlen=400)
@@ -54,6 +59,7 @@ class RunjobsWorker:
             str(CONCURRENCY),
             "--log-level",
             "INFO",
+            *self.args,
         ]
         self.proc = subprocess.Popen(
             cmd,
@@ -83,7 +89,9 @@ class RunjobsWorker:
                 if level in line:
                     self.levels[level] += 1
             if self.UP_MARKER in line:
-                self.up.set()
+                self._seen_up += 1
+                if self._seen_up >= self.ups:
+                    self.up.set()
 
     def profile_start(self) -> None:
         if not self.bench.options.profile_dir or self.proc is None:

@@ -11,6 +11,7 @@ from bench.scenarios import (
     enqueue_one,
     growth,
     latency,
+    processes,
     runtime,
     scaleout,
     soak,
@@ -19,5 +20,15 @@ from bench.scenarios import (
 
 SCENARIOS = {
     module.NAME: module
-    for module in (enqueue_one, enqueue_many, step, runtime, latency, growth, scaleout, soak)
+    for module in (
+        enqueue_one,
+        enqueue_many,
+        step,
+        runtime,
+        latency,
+        growth,
+        scaleout,
+        soak,
+        processes,
+    )
 }

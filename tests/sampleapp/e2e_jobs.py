@@ -421,6 +421,33 @@ async def sigint_self_async(job: Job, args: SigintSelfAsync) -> None:
     touch(args.marker, job, "finished")
 
 
+@kind("e2e.whoami", attempts=5)
+@dataclass
+class WhoAmI:
+    """Touches ``<id>.<attempt>.pid<PID>`` (which worker process runs it), then waits
+    `seconds` in `job.sleep` on attempts up to `blocking_attempts` and returns; with `hold`,
+    also holds `hold` MiB of memory for the rest of the process's life."""
+
+    seconds: float = 0.0
+    blocking_attempts: int = 1
+    hold: int = 0
+    marker: str = ""
+
+
+_held: list[bytearray] = []
+
+
+@jobs.handler(WhoAmI)
+def whoami(job: Job, args: WhoAmI) -> None:
+    touch(args.marker, job, f"pid{os.getpid()}")
+    touch(args.marker, job, "started")
+    if args.hold:
+        _held.append(bytearray(b"x" * (args.hold * 1024 * 1024)))
+    if job.attempt <= args.blocking_attempts and args.seconds:
+        job.sleep(args.seconds)
+    touch(args.marker, job, "finished")
+
+
 KINDS = {
     "noop": Noop,
     "block": Block,
@@ -439,4 +466,5 @@ KINDS = {
     "wait_async_timeout": WaitAsyncTimeout,
     "raise_base": RaiseBase,
     "raise_base_async": RaiseBaseAsync,
+    "whoami": WhoAmI,
 }

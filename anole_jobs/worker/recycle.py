@@ -1,0 +1,135 @@
+"""Recycling a worker process: `--max-jobs-per-process` and `--max-memory-per-process`.
+
+A handler that leaks memory, or a library that grows a cache without bound, makes a
+long-lived worker process bigger with every job. Past either limit, a worker claims nothing
+more, gives back the jobs it claimed but did not start (their attempt not counted), lets the
+jobs it runs finish (each within its own timeout; a drain's `drain_timeout` does not apply),
+and exits with `RECYCLE_EXIT`, which its supervisor reads as "replace me". No job is lost and
+no attempt is counted: the recycle is a drain that waits for its running jobs.
+
+`RecycleWatch` listens to the end of every run: it counts them and reads the process's
+resident memory (Linux: /proc/self/statm; elsewhere the peak, from `resource`) at each, the
+moment memory grows. It calls `trigger` once, from the thread that ended the run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from anole_jobs import events
+from anole_jobs.worker.supervisor import RECYCLE_EXIT
+
+if TYPE_CHECKING:
+    from anole_jobs.worker.runner import Runtime
+
+__all__ = ["RECYCLE_EXIT", "Limits", "RecycleWatch", "rss_bytes", "stop_claiming", "wait_idle"]
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_jobs: int | None = None
+    max_memory_mib: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.max_jobs is not None or self.max_memory_mib is not None
+
+    def describe(self) -> str:
+        parts = []
+        if self.max_jobs is not None:
+            parts.append(f"after {self.max_jobs} job(s)")
+        if self.max_memory_mib is not None:
+            parts.append(f"past {self.max_memory_mib} MiB of memory")
+        return " or ".join(parts)
+
+
+def rss_bytes() -> int | None:
+    """This process's resident memory in bytes (the peak where /proc is missing)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            pages = int(statm.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+class RecycleWatch:
+    """Calls `trigger(reason)` once, at the end of the run that reaches a limit."""
+
+    def __init__(
+        self,
+        limits: Limits,
+        trigger: Callable[[str], None],
+        *,
+        memory: Callable[[], int | None] = rss_bytes,
+    ) -> None:
+        self.limits = limits
+        self.trigger = trigger
+        self.memory = memory
+        self.finished = 0
+        self.fired = False
+        self._lock = threading.Lock()
+
+    def subscribe(self, bus: events.EventBus) -> Callable[[], None]:
+        return bus.subscribe(self, events.RUN_FINISHED)
+
+    def __call__(self, event: events.Event) -> None:
+        if event.name != events.RUN_FINISHED:
+            return
+        with self._lock:
+            if self.fired:
+                return
+            self.finished += 1
+            reason = self._past_a_limit()
+            if reason is None:
+                return
+            self.fired = True
+        self.trigger(reason)
+
+    def _past_a_limit(self) -> str | None:
+        limits = self.limits
+        if limits.max_jobs is not None and self.finished >= limits.max_jobs:
+            return f"{self.finished} job(s) (--max-jobs-per-process {limits.max_jobs})"
+        if limits.max_memory_mib is not None:
+            used = self.memory()
+            if used is not None and used > limits.max_memory_mib * MIB:
+                return (
+                    f"{used / MIB:.0f} MiB of memory "
+                    f"(--max-memory-per-process {limits.max_memory_mib})"
+                )
+        return None
+
+
+def stop_claiming(runtime: Runtime) -> int:
+    """Stop claiming and give back what was claimed but not started (the attempt not
+    counted); how many jobs were given back."""
+    for worker in runtime.workers:
+        worker.stop_claiming()
+    given = 0
+    for worker in runtime.workers:
+        unstarted = worker.take_unstarted()
+        if unstarted:
+            worker.give_back(unstarted)
+            given += len(unstarted)
+    return given
+
+
+def wait_idle(runtime: Runtime, interrupted: Callable[[], bool], recheck: float) -> None:
+    """Wait until no job runs, or `interrupted()` (a signal came: the caller's drain takes
+    over). `recheck` bounds each wait, so a signal is noticed within it."""
+    while not interrupted():
+        if runtime.runs.wait_empty(None, recheck):
+            return
