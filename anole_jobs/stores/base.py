@@ -149,7 +149,9 @@ class Finish:
     `scheduled_at` is when a retrying/scheduled/available job is next due. `error` is appended
     to the job's errors. `give_back_attempt` undoes the claim's attempt increment (snooze,
     drain: "attempt not counted"). `result` is the handler's return value as JSON text, kept
-    with a ``completed`` job in the same write (None: nothing is kept).
+    with a ``completed`` job in the same write (None: nothing is kept). `started_at` is when
+    the handler started, when it did: it becomes the job's `attempted_at` (the claim wrote the
+    claim's time; a job claimed ahead may wait a moment in its worker before a slot starts it).
     """
 
     run: RunRef
@@ -159,6 +161,7 @@ class Finish:
     error: ErrorEntry | None = None
     give_back_attempt: bool = False
     result: str | None = None
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -297,6 +297,8 @@ class MemoryStore(Store):
             row.result = result.result
         if result.scheduled_at is not None:
             row.scheduled_at = result.scheduled_at
+        if result.started_at is not None:
+            row.attempted_at = result.started_at
         self._release_unique(row)
         return True
 

@@ -1,12 +1,17 @@
 """One queue's worker pool: a dispatcher that claims in batches, and `concurrency` slot threads
 that run the attempts and hand each finished attempt straight to the completer.
 
-The pool keeps some jobs **claimed ahead** of its slots, so that a slot that frees finds its
-next job waiting instead of a claim round trip. How many is adaptive: about `AHEAD_SECONDS` of
-this queue's recent work, at least one batch of `concurrency`, at most `AHEAD_MAX`. Slow jobs
-keep one batch ahead; a queue of short jobs keeps enough to cover a claim round trip, claimed
-in batches of at least half of it. That bounds what claiming ahead costs: a job enqueued later
-at a higher priority waits behind at most about `AHEAD_SECONDS` of work.
+A claimed job is stored ``running`` from its claim, so the pool claims only what it can start
+at once, plus a small reserve **claimed ahead** for queues of short jobs, so that a slot that
+frees finds its next job waiting instead of a claim round trip. The reserve is about
+`AHEAD_SECONDS` of this queue's measured work (its rate of finished runs), at most
+`AHEAD_MAX`, and none until a rate is measured: a queue of one-second jobs finishes a few jobs
+a second, well under one job per `AHEAD_SECONDS`, so it claims exactly its free slots and
+leaves the rest of the queue to other workers; a queue of no-op jobs keeps enough to cover a
+claim round trip, claimed in batches of at least half of it. That bounds what claiming ahead
+costs: a job enqueued later at a higher priority waits behind at most about `AHEAD_SECONDS`
+of work, and a job waits that long at most between its claim and its handler's start (its
+`attempted_at` is rewritten to the handler's start by the run's write).
 
 Slots are daemon threads: a sync handler that never reaches a wait cannot keep the process
 alive past its drain deadline (the exit bound in `runner`).
@@ -111,7 +116,7 @@ class QueueWorker:
         self._finished = 0  # runs ended since the pool started (for the rate)
         self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
         self._rate = 0.0  # jobs per second, smoothed
-        self.ahead = config.concurrency  # jobs kept claimed beyond the slots (adaptive)
+        self.ahead = 0  # jobs kept claimed beyond the slots (adaptive; none until measured)
         self.subscription = service.store.subscribe([config.name])
         self.dispatcher = Dispatcher(self)
         self._threads: list[threading.Thread] = []
@@ -163,6 +168,10 @@ class QueueWorker:
         return self.config.concurrency + self.ahead - busy
 
     def low_water(self) -> int:
+        """Claim again once the pool holds no more than this: half the reserve used, or, with
+        no reserve, as soon as a slot is free."""
+        if not self.ahead:
+            return self.config.concurrency - 1
         return self.config.concurrency + self.ahead // 2
 
     def _update_ahead(self) -> None:
@@ -175,8 +184,9 @@ class QueueWorker:
             return
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
-        concurrency = self.config.concurrency
-        self.ahead = max(concurrency, min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS)))
+        # Jobs that take longer than AHEAD_SECONDS between them keep none ahead: a slow kind
+        # claims no more than its free slots.
+        self.ahead = min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS))
 
     def hand_out(self, claimed: list[ClaimedJob]) -> None:
         if not claimed:

@@ -213,12 +213,13 @@ class SqliteStore(SQLStore):
                     error_json(r.error),
                     1 if r.give_back_attempt else 0,
                     r.result,
+                    self.encode_time(r.started_at),
                 ]
                 for r in results
             ]
         )
         names = ("f_id", "f_attempt", "f_token", "f_state", "f_at", "f_scheduled_at", "f_error")
-        row = _fields((*names, "f_give_back", "f_result"))
+        row = _fields((*names, "f_give_back", "f_result", "f_started_at"))
         cursor.execute(
             f"UPDATE {self.job_table} SET state = f_state, lease_until = NULL,"
             " attempt = attempt - f_give_back,"
@@ -228,7 +229,8 @@ class SqliteStore(SQLStore):
             " scheduled_at = COALESCE(f_scheduled_at, scheduled_at),"
             f" unique_lock = CASE WHEN f_state IN ({FINAL}) AND unique_scope != 'any'"
             " THEN NULL ELSE unique_lock END,"
-            " result = CASE WHEN f_state = 'completed' THEN f_result ELSE result END"
+            " result = CASE WHEN f_state = 'completed' THEN f_result ELSE result END,"
+            " attempted_at = COALESCE(f_started_at, attempted_at)"
             f" FROM (SELECT {row} FROM json_each(%s)) AS f"
             " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
             # `+state`: keep SQLite on the primary key per batch row; through the state index

@@ -319,6 +319,7 @@ class RedisStore(Store):
                     "" if result.error is None else _json(result.error.as_json()),
                     "1" if result.give_back_attempt else "0",
                     result.result or "",
+                    "" if result.started_at is None else time_key(result.started_at),
                 )
             )
         reply = self._run("finish", len(results), _json_list(flat), self.done_channel, self._sender)
