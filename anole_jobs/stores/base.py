@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from anole_jobs.limits import Limits, RuntimeLimits
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
 
 State = Literal["scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"]
@@ -188,6 +189,17 @@ class CronState:
     name: str
     last_tick_at: datetime | None
     last_job_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LimitedClaim:
+    """What `claim_limited` took, and what its queue's limits held back: `held` when a limit
+    kept some available job from this claim; `reopens_at` when a rate window lets the next
+    claim in (None: only a finishing job makes room, or nothing was held)."""
+
+    jobs: list[ClaimedJob]
+    held: bool = False
+    reopens_at: datetime | None = None
 
 
 def ended_ids(results: Sequence[Finish], written: Sequence[bool]) -> list[int]:
@@ -449,3 +461,43 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections the store opened itself."""
+
+    # -- flow control across every worker (docs/limits.md) --------------------------------
+    def claim_limited(
+        self,
+        queue: str,
+        *,
+        limits: Limits,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> LimitedClaim:
+        """`claim`, within the queue's limits: `limits` from the settings, with what
+        `set_limits` stored for the queue in their place (read by this claim itself).
+
+        Atomically with the claim (no interleaving of claims from any number of processes can
+        exceed them): per partition (`Limits.key` of a job's args), the queue's claimed and
+        unfinished jobs stay at most `global_concurrency`, and its claims in any window of
+        `rate_limit`'s period at most its count (the claims this one makes are recorded). A
+        job a limit holds back is skipped and stays ``available``, its attempt unchanged;
+        later jobs of other partitions are still taken, in claim order. With no limit in
+        force this is exactly `claim`."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")
+
+    def set_limits(self, queue: str, limits: RuntimeLimits) -> None:
+        """Store `limits` for `queue`, in place of its settings' (a None field: the setting
+        applies; all None: forget the queue's runtime limits). Every claim after this returns
+        honours them."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")
+
+    def runtime_limits(self) -> dict[str, RuntimeLimits]:
+        """``{queue: limits}`` stored by `set_limits` (queues with none are left out)."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")
+
+    def held_count(self, queue: str, limits: Limits, *, now: datetime) -> int:
+        """How many ``available`` jobs of `queue` its limits (`limits` with the runtime ones
+        in their place, as `claim_limited` reads them) hold back at `now`. For admin pages and
+        the held-jobs gauge: it may read the queue's available jobs."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")
