@@ -71,7 +71,9 @@ def parse_rate(value: object, *, name: str = "rate_limit") -> RateLimit:
     elif isinstance(value, (tuple, list)) and len(value) == 2:
         count = value[0]
         if isinstance(count, bool) or not isinstance(count, int):
-            raise ValueError(f"{name}: the count of (count, duration) must be an int, got {count!r}")
+            raise ValueError(
+                f"{name}: the count of (count, duration) must be an int, got {count!r}"
+            )
         period = to_timedelta(value[1], name=f"{name}'s duration")
     else:
         raise ValueError(

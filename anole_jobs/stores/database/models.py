@@ -20,7 +20,7 @@ from anole_jobs.stores.database.ddl import (
     unique_lock_name,
 )
 
-__all__ = ["Cron", "Job", "Leader", "MIGRATE", "Queue", "TABLE_PREFIX"]
+__all__ = ["Cron", "Job", "Leader", "Limit", "MIGRATE", "Queue", "TABLE_PREFIX"]
 
 TABLE_PREFIX, MIGRATE = configured()
 _TABLES = tables(TABLE_PREFIX)
@@ -130,4 +130,21 @@ class Queue(models.Model):
     class Meta:
         app_label = "anole_jobs"
         db_table = _TABLES.queue
+        managed = MIGRATE
+
+
+class Limit(models.Model):
+    """A queue with limits (docs/limits.md): those set at runtime (NULL: the settings apply)
+    and the times of its recent claims per partition, as JSON. Its limited claims lock this
+    row, so they take turns per queue; other queues' claims never wait for it."""
+
+    queue = models.TextField(primary_key=True)
+    global_concurrency = models.IntegerField(null=True)
+    rate_count = models.IntegerField(null=True)
+    rate_seconds = models.FloatField(null=True)
+    claims = models.TextField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.limit
         managed = MIGRATE

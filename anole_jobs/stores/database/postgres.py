@@ -419,3 +419,21 @@ class PostgresStore(SQLStore):
             self.send_done_notify(killed)
             self.finished_at_commit(killed)
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
+
+    # -- queue limits ------------------------------------------------------------------------
+    def claim_ids(
+        self,
+        cursor: CursorWrapper,
+        ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[tuple[Any, ...]]:
+        cursor.execute(
+            f"UPDATE {self.job_table} AS j SET state = 'running', attempt = j.attempt + 1,"
+            " claim_token = j.claim_token + 1, attempted_at = %s, lease_until = %s,"
+            " claimed_by = %s WHERE j.id = ANY(%s::bigint[]) AND j.state = 'available'"
+            f" RETURNING {CLAIMED_COLUMNS}",
+            [now, lease_until, worker, list(ids)],
+        )
+        return cursor.fetchall()

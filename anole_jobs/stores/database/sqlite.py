@@ -111,8 +111,8 @@ class SqliteStore(SQLStore):
     @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:
         connection = self.connection
-        if connection.in_atomic_block or not connection.get_autocommit():
-            yield  # the caller's transaction: join it
+        if connection.in_atomic_block or not connection.get_autocommit() or _began(connection):
+            yield  # the caller's transaction (or this store's own, a limited claim's): join it
             return
         # The store's own writes in this process (these transactions and `writing`) take
         # turns on a Python lock first: two of its threads (the claimer and the completer)
@@ -299,6 +299,31 @@ class SqliteStore(SQLStore):
             rows = sorted(cursor.fetchall())
         self.finished_at_commit([i for i, _, _, s in rows if s == "dead"])
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
+
+    # -- queue limits ------------------------------------------------------------------------
+    def claim_ids(
+        self,
+        cursor: CursorWrapper,
+        ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[tuple[Any, ...]]:
+        marks = ", ".join("%s" for _ in ids)
+        cursor.execute(
+            f"UPDATE {self.job_table} SET state = 'running', attempt = attempt + 1,"
+            " claim_token = claim_token + 1, attempted_at = %s, lease_until = %s,"
+            f" claimed_by = %s WHERE id IN ({marks}) AND state = 'available'"
+            f" RETURNING {self.select()}",
+            [self.encode_time(now), self.encode_time(lease_until), worker, *ids],
+        )
+        return cursor.fetchall()
+
+
+def _began(connection: Any) -> bool:
+    """Whether this store's own transaction is open on `connection` (a write lock held)."""
+    raw = connection.connection
+    return raw is not None and raw.in_transaction
 
 
 def check_version(version: tuple[int, ...]) -> str | None:

@@ -26,6 +26,11 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P leader``                    string  ``"<instance>|<expiry key>"``, with PX for cleanup
 ``P cron``                      hash    ``name -> "<tick key>|<last job id>"``
 ``P paused``                    hash    ``queue -> <paused-at time key>`` (claim.lua reads it)
+``P limits``                    hash    ``queue -> JSON`` of the limits set at runtime
+``P lr:<len(q)>:<q>``           hash    ids of q's jobs a limited claim took (``id -> 1``),
+                                        dropped once no longer running
+``P lw:<len(q)>:<q>:<part>``    zset    claim times (epoch seconds) of q's partition ``part``
+                                        in its rate window; expires with the window
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -149,6 +154,15 @@ class Keys:
     def paused(self) -> str:
         return f"{self.prefix}paused"
 
+    def limits(self) -> str:
+        return f"{self.prefix}limits"
+
+    def limit_running(self, queue: str) -> str:
+        return f"{self.prefix}lr:{len(queue.encode())}:{queue}"
+
+    def limit_window(self, queue: str, partition: str) -> str:
+        return f"{self.prefix}lw:{len(queue.encode())}:{queue}:{partition}"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -185,6 +199,9 @@ local function K_counts() return P .. 'counts' end
 local function K_leader() return P .. 'leader' end
 local function K_cron() return P .. 'cron' end
 local function K_paused() return P .. 'paused' end
+local function K_limits() return P .. 'limits' end
+local function K_lr(queue) return P .. 'lr:' .. #queue .. ':' .. queue end
+local function K_lw(queue, part) return P .. 'lw:' .. #queue .. ':' .. queue .. ':' .. part end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end
