@@ -18,6 +18,7 @@ A leaf module: it imports nothing of anole_jobs but `durations`.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -195,14 +196,24 @@ class Planner:
         self.want = want
         self.running = dict(running)
         rate = limits.rate_limit
-        since = now - rate.seconds if rate is not None else math.inf
-        # Claims older than the window no longer count (and are dropped from what is stored).
+        # A claim counts the claims whose times fall in its window, (now - period, ...]:
+        # later ones too, made by claimers whose clocks read later before they took their
+        # turn. Claims stay stored for one period more than that, so a claimer whose clock
+        # read earlier (up to a period: it waited for its turn) still finds every claim of
+        # its own window, even those a later-clocked claimer no longer counted.
+        keep = now - 2 * rate.seconds if rate is not None else math.inf
+        self.since = now - rate.seconds if rate is not None else math.inf
         self.window = {
             key: kept
             for key, times in window.items()
-            if (kept := sorted(t for t in times if t > since))
+            if (kept := sorted(t for t in times if t > keep))
         }
         self.plan = Plan()
+
+    def counted(self, key: str) -> list[float]:
+        """The claims of partition `key` in this claim's window, oldest first."""
+        times = self.window.get(key, [])
+        return times[bisect.bisect_right(times, self.since) :]
 
     @property
     def done(self) -> bool:
@@ -215,7 +226,7 @@ class Planner:
         if limits.global_concurrency is not None:
             room = min(room, limits.global_concurrency - self.running.get(key, 0))
         if limits.rate_limit is not None:
-            room = min(room, limits.rate_limit.count - len(self.window.get(key, ())))
+            room = min(room, limits.rate_limit.count - len(self.counted(key)))
         return int(max(0, min(room, self.want - len(self.plan.taken))))
 
     def offer(self, candidates: Iterable[tuple[int, str]]) -> None:
@@ -232,7 +243,7 @@ class Planner:
             plan.taken.append(index)
             self.running[key] = self.running.get(key, 0) + 1
             if self.limits.rate_limit is not None:
-                self.window.setdefault(key, []).append(self.now)
+                bisect.insort(self.window.setdefault(key, []), self.now)
 
     def _hold(self, key: str) -> None:
         plan = self.plan
@@ -241,7 +252,7 @@ class Planner:
         rate = self.limits.rate_limit
         if rate is None:
             return
-        times = self.window.get(key, ())
+        times = self.counted(key)
         concurrency = self.limits.global_concurrency
         if len(times) >= rate.count and (
             concurrency is None or self.running.get(key, 0) < concurrency

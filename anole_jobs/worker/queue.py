@@ -22,10 +22,12 @@ from __future__ import annotations
 import logging
 import queue as queue_module
 import threading
+from datetime import datetime
 
 from anole_jobs.background import BackgroundThread
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
+from anole_jobs.limits import Limits
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.worker.cancel import CancelScope, install_query_checks
@@ -43,6 +45,8 @@ AHEAD_SECONDS = 0.02
 AHEAD_MAX = 1000
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
+#: Seconds between looks for limits set at runtime on a queue with none in its settings.
+RUNTIME_LIMITS_EVERY = 1.0
 
 
 class Dispatcher(BackgroundThread):
@@ -72,6 +76,9 @@ class Dispatcher(BackgroundThread):
         if wanted <= 0:
             return pool.poll_interval  # a slot wakes us when the pool runs low
         now = pool.service.clock()
+        limits = pool.limits_in_force()
+        if limits is not None:
+            return self._claim_limited(limits, wanted, now)
         claimed = store.claim(
             pool.name,
             kinds=pool.service.registry.handled_kinds(),
@@ -87,6 +94,33 @@ class Dispatcher(BackgroundThread):
         pool.hand_out(claimed)
         if claimed and len(claimed) == wanted:
             return 0.0  # there may be more: claim again once the pool runs low
+        return pool.poll_interval
+
+    def _claim_limited(self, limits: Limits, wanted: int, now: datetime) -> float:
+        """A claim within the queue's limits (docs/limits.md). When a limit held jobs back,
+        sleep until its rate window reopens (or a wake-up, or the poll: a job finishing
+        anywhere makes room for a concurrency limit)."""
+        pool = self.pool
+        result = pool.service.store.claim_limited(
+            pool.name,
+            limits=limits,
+            kinds=pool.service.registry.handled_kinds(),
+            limit=wanted,
+            now=now,
+            lease_until=now + pool.service.settings.lease,
+            worker=pool.worker_name,
+        )
+        claimed = result.jobs
+        if self.stopping and claimed:
+            pool.give_back(claimed)
+            return 0.0
+        pool.hand_out(claimed)
+        if result.held:
+            if result.reopens_at is None:
+                return pool.poll_interval
+            return min(pool.poll_interval, max(0.0, (result.reopens_at - now).total_seconds()))
+        if claimed and len(claimed) == wanted:
+            return 0.0
         return pool.poll_interval
 
 
@@ -117,6 +151,11 @@ class QueueWorker:
         self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
         self._rate = 0.0  # jobs per second, smoothed
         self.ahead = 0  # jobs kept claimed beyond the slots (adaptive; none until measured)
+        #: The queue's limits in the settings; those set at runtime are looked up now and
+        #: then (`limits_in_force`), so a queue without limits never pays for them.
+        self.settings_limits = service.settings.queues[config.name].limits
+        self._runtime_limits_at = -RUNTIME_LIMITS_EVERY
+        self._runtime_limits = False
         self.subscription = service.store.subscribe([config.name])
         self.dispatcher = Dispatcher(self)
         self._threads: list[threading.Thread] = []
@@ -156,6 +195,21 @@ class QueueWorker:
             self._inbox.put(_STOP)
 
     # -- dispatching -----------------------------------------------------------------------
+    def limits_in_force(self) -> Limits | None:
+        """The limits to claim within, None when the queue has none (a plain claim): those of
+        the settings, or, once `jobs.set_limits` stored some for this queue (looked up every
+        `RUNTIME_LIMITS_EVERY` seconds), whatever the store holds (it reads them itself)."""
+        if self.settings_limits.active:
+            return self.settings_limits
+        now = monotonic()
+        if now - self._runtime_limits_at >= RUNTIME_LIMITS_EVERY:
+            self._runtime_limits_at = now
+            try:
+                self._runtime_limits = self.name in self.service.store.runtime_limits()
+            except NotImplementedError:
+                self._runtime_limits = False
+        return self.settings_limits if self._runtime_limits else None
+
     def wanted(self) -> int:
         """How many jobs to claim now: enough to fill the slots and the claimed-ahead reserve,
         but nothing while the pool still holds more than half of its reserve (so claims come

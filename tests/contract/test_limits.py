@@ -159,3 +159,13 @@ def test_bad_limits_are_system_check_errors(options, message):
     problems = conf.problems({"QUEUES": {"default": options}})
     assert [p.id for p in problems] == ["anole_jobs.E016"]
     assert message in problems[0].message and "QUEUES['default']" in problems[0].message
+
+
+def test_a_step_runs_only_what_the_limits_allow_and_the_rest_waits(env):
+    limited(env, rate_limit="2/m")
+    ids = [e.id for e in env.jobs.enqueue_many([Work() for _ in range(5)])]
+    assert len(env.jobs.step().runs) == 2
+    assert len(env.jobs.step().runs) == 0
+    assert [env.jobs.get(i).state for i in ids].count("available") == 3
+    env.clock.advance(60)
+    assert len(env.jobs.step().runs) == 2

@@ -18,12 +18,12 @@ if TYPE_CHECKING:
 
 
 def _settings_args(limits: Limits, now: datetime) -> list[str]:
-    """now (epoch seconds), the window's start, concurrency, rate count and period, fields."""
+    """now (epoch seconds), an unused slot, concurrency, rate count and period, fields."""
     ts = now.timestamp()
     rate = limits.rate_limit
     return [
         repr(ts),
-        repr(ts - rate.seconds) if rate is not None else "",
+        "",
         str(limits.global_concurrency) if limits.global_concurrency is not None else "",
         str(rate.count) if rate is not None else "",
         repr(rate.seconds) if rate is not None else "",

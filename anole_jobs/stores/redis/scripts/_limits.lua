@@ -49,31 +49,40 @@ local function running_of(queue, fields)
   return running
 end
 
--- The rate window of one queue: counts per partition, pruned at `since` (a string).
-local function window(queue, rc, since)
-  local counts = {}
+-- The rate window of one queue: per partition, the claims whose times fall in (now - period,
+-- ...], later ones too (claimers whose clocks read later before they took their turn).
+-- Claims stay stored one period more, so a claimer whose clock read earlier (it waited for
+-- its turn) still finds every claim of its own window.
+local function window(queue, rc, rs, now)
+  local counts, totals = {}, {}
+  local since = '(' .. string.format('%.17g', tonumber(now) - (rs or 0))
   local w = {}
   function w.count(part)
     if not rc then return 0 end
     local n = counts[part]
     if n == nil then
       local key = K_lw(queue, part)
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', since)
-      n = redis.call('ZCARD', key)
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.17g', tonumber(now) - 2 * rs))
+      totals[part] = redis.call('ZCARD', key)
+      n = redis.call('ZCOUNT', key, since, '+inf')
       counts[part] = n
     end
     return n
   end
-  function w.add(part, now, member, rs)
+  function w.add(part, id)
     local key = K_lw(queue, part)
-    redis.call('ZADD', key, now, member)
-    redis.call('PEXPIRE', key, math.ceil(rs * 1000) + 1000)
-    counts[part] = w.count(part) + 1
-  end
-  -- When the window lets one more claim of `part` in (epoch seconds), as a string.
-  function w.reopens(part, rs)
     local n = w.count(part)
-    local entry = redis.call('ZRANGE', K_lw(queue, part), n - rc, n - rc, 'WITHSCORES')
+    redis.call('ZADD', key, now, now .. ':' .. id)
+    redis.call('PEXPIRE', key, math.ceil(2 * rs * 1000) + 1000)
+    counts[part] = n + 1
+    totals[part] = totals[part] + 1
+  end
+  -- When the window lets one more claim of `part` in (epoch seconds): the claim `rc` places
+  -- from the newest, plus the period.
+  function w.reopens(part)
+    w.count(part)
+    local at = totals[part] - rc
+    local entry = redis.call('ZRANGE', K_lw(queue, part), at, at, 'WITHSCORES')
     return tonumber(entry[2]) + rs
   end
   return w

@@ -1,17 +1,13 @@
 -- claim_limited: the claim of claim.lua within the queue's limits, atomically (one script).
 -- ARGV[2] queue, [3] limit, [4] now key, [5] lease key, [6] lease iso, [7] worker,
--- [8] now as epoch seconds (a string), [9] the window's start (now - period, a string, ''
--- when the settings set no rate), [10] the settings' global_concurrency ('' none), [11] and
+-- [8] now as epoch seconds (a string), [9] unused, [10] the settings' global_concurrency ('' none), [11] and
 -- [12] their rate count and period in seconds ('' none), [13] the partition fields as a JSON
 -- array, [14] '*' for every kind or '+' followed by the handled kinds in ARGV[15..].
 -- Returns {held '1'/'0', reopens (epoch seconds, '' none), record...}.
 local queue, limit = ARGV[2], tonumber(ARGV[3])
 local now, lease, lease_iso, worker = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local t, since = ARGV[8], ARGV[9]
+local t = ARGV[8]
 local gc, rc, rs = limits_of(queue, tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]))
-if rc and (since == '' or rs ~= tonumber(ARGV[12])) then
-  since = string.format('%.17g', tonumber(t) - rs)  -- a rate set at runtime
-end
 local fields = cjson.decode(ARGV[13])
 if redis.call('HEXISTS', K_paused(), queue) == 1 then return {'0', ''} end
 local present = redis.call('SMEMBERS', K_ak(queue))
@@ -26,7 +22,7 @@ if ARGV[14] ~= '*' then
 end
 
 local running = (gc and running_of(queue, fields)) or {}
-local win = window(queue, rc, since)
+local win = window(queue, rc, rs, t)
 local held, reopens, full = '0', nil, {}
 local out = {'0', ''}
 local taken = 0
@@ -41,7 +37,7 @@ end
 local function hold(part)
   held, full[part] = '1', true
   if rc and win.count(part) >= rc and (not gc or (running[part] or 0) < gc) then
-    local at = win.reopens(part, rs)
+    local at = win.reopens(part)
     if reopens == nil or at < reopens then reopens = at end
   end
 end
@@ -79,7 +75,7 @@ local function claim_one(j, part)
     running[part] = (running[part] or 0) + 1
     redis.call('HSET', K_lr(queue), j.id, '1')
   end
-  if rc then win.add(part, t, t .. ':' .. j.id, rs) end
+  if rc then win.add(part, j.id) end
 end
 
 local scanned = 0
