@@ -23,6 +23,7 @@ from django.utils.module_loading import import_string
 from anole_jobs.clock import Clock, checked, system_clock
 from anole_jobs.durations import to_timedelta
 from anole_jobs.errors import ConfigurationError
+from anole_jobs.limits import LIMIT_KEYS, Limits, parse_concurrency, parse_partition, parse_rate
 
 KNOWN_KEYS = (
     "STORE",
@@ -46,7 +47,7 @@ KNOWN_KEYS = (
     "ERROR_REPORTER",
     "MAX_RESULT_BYTES",
 )
-QUEUE_KEYS = ("concurrency", "drain_timeout")
+QUEUE_KEYS = ("concurrency", "drain_timeout", *LIMIT_KEYS)
 METRICS_REGISTRIES = ("default", "private")
 PRUNE_STATES = ("completed", "dead", "cancelled")
 DEFAULT_PRUNE = {
@@ -68,6 +69,8 @@ class QueueConfig:
     name: str
     concurrency: int = 10
     drain_timeout: timedelta = timedelta(seconds=10)
+    #: Flow control across every worker (docs/limits.md); none by default.
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -348,8 +351,30 @@ class _Parser:
                 f"QUEUES[{name!r}]['drain_timeout']",
                 timedelta(seconds=10),
             )
-            queues[name] = QueueConfig(name=name, concurrency=concurrency, drain_timeout=drain)
+            queues[name] = QueueConfig(
+                name=name,
+                concurrency=concurrency,
+                drain_timeout=drain,
+                limits=self.limits(name, options),
+            )
         return queues
+
+    def limits(self, queue: str, options: Mapping[str, Any]) -> Limits:
+        """A queue's `global_concurrency`, `rate_limit` and `partition` (E016 when bad)."""
+        found: dict[str, Any] = {}
+        parsers = {
+            "global_concurrency": parse_concurrency,
+            "rate_limit": parse_rate,
+            "partition": parse_partition,
+        }
+        for key, parse in parsers.items():
+            if options.get(key) is None:
+                continue
+            try:
+                found[key] = parse(options[key], name=f"QUEUES[{queue!r}][{key!r}]")
+            except ValueError as exc:
+                self.error("E016", str(exc), "see docs/limits.md")
+        return Limits(**found)
 
     def clock(self, value: object) -> Clock:
         if value is None:

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from anole_jobs.limits import Limits, RuntimeLimits
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
 
 State = Literal[
@@ -173,7 +174,9 @@ class Finish:
     `scheduled_at` is when a retrying/scheduled/available job is next due. `error` is appended
     to the job's errors. `give_back_attempt` undoes the claim's attempt increment (snooze,
     drain: "attempt not counted"). `result` is the handler's return value as JSON text, kept
-    with a ``completed`` job in the same write (None: nothing is kept).
+    with a ``completed`` job in the same write (None: nothing is kept). `started_at` is when
+    the handler started, when it did: it becomes the job's `attempted_at` (the claim wrote the
+    claim's time; a job claimed ahead may wait a moment in its worker before a slot starts it).
     """
 
     run: RunRef
@@ -186,6 +189,7 @@ class Finish:
     #: The job is a workflow step (its record has a `workflow_id`): a hint that lets a store
     #: open a transaction only for the writes that must also settle dependents.
     workflow: bool = False
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,6 +259,17 @@ class WorkflowRow:
 def dependency_failed(step_name: str, state: str) -> str:
     """The message of the ``DependencyFailed`` error of a step cancelled by its dependency."""
     return f"its dependency {step_name!r} ended {state}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LimitedClaim:
+    """What `claim_limited` took, and what its queue's limits held back: `held` when a limit
+    kept some available job from this claim; `reopens_at` when a rate window lets the next
+    claim in (None: only a finishing job makes room, or nothing was held)."""
+
+    jobs: list[ClaimedJob]
+    held: bool = False
+    reopens_at: datetime | None = None
 
 
 def ended_ids(results: Sequence[Finish], written: Sequence[bool]) -> list[int]:
@@ -541,3 +556,43 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections the store opened itself."""
+
+    # -- flow control across every worker (docs/limits.md) --------------------------------
+    def claim_limited(
+        self,
+        queue: str,
+        *,
+        limits: Limits,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> LimitedClaim:
+        """`claim`, within the queue's limits: `limits` from the settings, with what
+        `set_limits` stored for the queue in their place (read by this claim itself).
+
+        Atomically with the claim (no interleaving of claims from any number of processes can
+        exceed them): per partition (`Limits.key` of a job's args), the queue's claimed and
+        unfinished jobs stay at most `global_concurrency`, and its claims in any window of
+        `rate_limit`'s period at most its count (the claims this one makes are recorded). A
+        job a limit holds back is skipped and stays ``available``, its attempt unchanged;
+        later jobs of other partitions are still taken, in claim order. With no limit in
+        force this is exactly `claim`."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")
+
+    def set_limits(self, queue: str, limits: RuntimeLimits) -> None:
+        """Store `limits` for `queue`, in place of its settings' (a None field: the setting
+        applies; all None: forget the queue's runtime limits). Every claim after this returns
+        honours them."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")
+
+    def runtime_limits(self) -> dict[str, RuntimeLimits]:
+        """``{queue: limits}`` stored by `set_limits` (queues with none are left out)."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")
+
+    def held_count(self, queue: str, limits: Limits, *, now: datetime) -> int:
+        """How many ``available`` jobs of `queue` its limits (`limits` with the runtime ones
+        in their place, as `claim_limited` reads them) hold back at `now`. For admin pages and
+        the held-jobs gauge: it may read the queue's available jobs."""
+        raise NotImplementedError(f"the {self.name} store has no queue limits")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from anole_jobs.limits import Limits, Planner, RuntimeLimits, held_count
 from anole_jobs.records import decode_result
 from anole_jobs.stores.base import (
     FINAL_STATES,
@@ -27,6 +28,7 @@ from anole_jobs.stores.base import (
     Finish,
     Inserted,
     JobRecord,
+    LimitedClaim,
     ListFilter,
     NewJob,
     NewStep,
@@ -147,6 +149,8 @@ class MemoryStore(Store):
         self._leader: tuple[str, datetime] | None = None
         self._cron: dict[str, CronState] = {}
         self._paused: dict[str, datetime] = {}  # queue -> when it was paused
+        self._limits: dict[str, RuntimeLimits] = {}  # queue -> limits set at runtime
+        self._windows: dict[str, dict[str, list[float]]] = {}  # queue -> partition -> claims
         # queue -> state -> jobs, kept by every insert, state change and removal below, so
         # counts() does not walk every job (the SQL stores' triggers do the same).
         self._counts: dict[str, dict[str, int]] = {}
@@ -338,6 +342,8 @@ class MemoryStore(Store):
             row.result = result.result
         if result.scheduled_at is not None:
             row.scheduled_at = result.scheduled_at
+        if result.started_at is not None:
+            row.attempted_at = result.started_at
         self._release_unique(row)
         if row.step is not None and row.step.dependents and result.state in FINAL_STATES:
             self._settle(row, result.at, settled)
@@ -748,3 +754,102 @@ class MemoryStore(Store):
         """The live row (tests only): lets a test look at the lease and token."""
         with self._lock:
             return replace(self._rows[job_id])
+
+    # -- flow control across every worker ---------------------------------------------------
+    def claim_limited(
+        self,
+        queue: str,
+        *,
+        limits: Limits,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> LimitedClaim:
+        with self._lock:
+            effective = limits.overlay(self._limits.get(queue))
+            if not effective.active or queue in self._paused:
+                jobs = self.claim(
+                    queue,
+                    kinds=kinds,
+                    limit=limit,
+                    now=now,
+                    lease_until=lease_until,
+                    worker=worker,
+                )
+                return LimitedClaim(jobs=jobs)
+            rows = sorted(
+                (
+                    self._rows[i]
+                    for i in self._available.get(queue, ())
+                    if kinds is None or self._rows[i].kind in kinds
+                ),
+                key=lambda r: (-r.priority, r.scheduled_at, r.id),
+            )
+            planner = Planner(
+                effective,
+                now=now.timestamp(),
+                want=max(limit, 0),
+                running=self._running_by_partition(queue, effective),
+                window=self._windows.get(queue, {}),
+            )
+            planner.offer((index, effective.key(row.args)) for index, row in enumerate(rows))
+            plan = planner.finish()
+            self._windows[queue] = plan.window
+            jobs = [self._claim_row(rows[i], now, lease_until, worker) for i in plan.taken]
+            reopens = None
+            if plan.reopens_at is not None:
+                reopens = now + timedelta(seconds=plan.reopens_at - now.timestamp())
+            return LimitedClaim(jobs=jobs, held=plan.held, reopens_at=reopens)
+
+    def _running_by_partition(self, queue: str, limits: Limits) -> dict[str, int]:
+        running: dict[str, int] = {}
+        for row in self._rows.values():
+            if row.queue == queue and row.state == "running":
+                key = limits.key(row.args)
+                running[key] = running.get(key, 0) + 1
+        return running
+
+    def _claim_row(
+        self, row: _Row, now: datetime, lease_until: datetime, worker: str
+    ) -> ClaimedJob:
+        self._set_state(row, "running")
+        row.attempt += 1
+        row.token += 1
+        row.attempted_at = now
+        row.lease_until = lease_until
+        row.claimed_by = worker
+        return ClaimedJob(
+            record=row.record(),
+            run=RunRef(row.id, row.attempt, row.token),
+            lease_until=lease_until,
+        )
+
+    def set_limits(self, queue: str, limits: RuntimeLimits) -> None:
+        with self._lock:
+            if limits.empty:
+                self._limits.pop(queue, None)
+            else:
+                self._limits[queue] = limits
+
+    def runtime_limits(self) -> dict[str, RuntimeLimits]:
+        with self._lock:
+            return dict(self._limits)
+
+    def held_count(self, queue: str, limits: Limits, *, now: datetime) -> int:
+        with self._lock:
+            effective = limits.overlay(self._limits.get(queue))
+            if not effective.active:
+                return 0
+            available: dict[str, int] = {}
+            for i in self._available.get(queue, ()):
+                key = effective.key(self._rows[i].args)
+                available[key] = available.get(key, 0) + 1
+            return held_count(
+                effective,
+                now=now.timestamp(),
+                available=available,
+                running=self._running_by_partition(queue, effective),
+                window=self._windows.get(queue, {}),
+            )

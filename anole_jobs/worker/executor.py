@@ -60,6 +60,8 @@ class _Control:
         self.completion_requested = False
         self.completion_committed = False
         self.meta = dict(claimed.record.meta)
+        #: When the handler started: its write records it as the job's `attempted_at`.
+        self.started_at: datetime | None = None
 
     def sleep(self, delay: timedelta) -> None:
         self.scope.sleep(delay)
@@ -94,6 +96,7 @@ class _Control:
             state="completed",
             at=now,
             workflow=self.claimed.record.workflow_id is not None,
+            started_at=self.started_at,
         )
         (written,) = service.store.finish([finish])
         if not written:
@@ -169,6 +172,9 @@ class Executor:
             step_name=record.step_name,
         )
         scope.time_out_after(handler.kind.timeout_for(record.args).total_seconds())
+        # The job runs from here: its write stores this as `attempted_at` (the claim wrote
+        # the claim's time, and a job claimed ahead may have waited a moment for a slot).
+        control.started_at = self.service.clock()
         self.service.bus.emit(
             events.RUN_STARTED,
             queue=record.queue,
@@ -198,7 +204,12 @@ class Executor:
                 )
             except (TypeError, ResultTooLarge) as exc:
                 error = exc
-        outcome, finish = self.decide(claimed, job, handler, error, scope, value)
+        started_at = control.started_at
+        outcome, finish = self.decide(
+            claimed, job, handler, error, scope, value, started_at=started_at
+        )
+        if finish is not None and finish.started_at != started_at:
+            finish = replace(finish, started_at=started_at)  # a failure: rare, not the hot path
         if finish is not None and record.workflow_id is not None:
             finish = replace(finish, workflow=True)  # the store settles its dependents too
         self._count_drains(claimed, control, outcome, finish)
@@ -266,15 +277,19 @@ class Executor:
         error: BaseException | None,
         scope: CancelScope,
         value: Any = None,
+        *,
+        started_at: datetime | None = None,
     ) -> tuple[Outcome, Finish | None]:
         """Map how the handler ended (raised `error`, or returned `value`) to an outcome and
-        the write that records it."""
+        the write that records it (a completion carries `started_at`, the handler's start)."""
         now = self.service.clock()
         run = claimed.run
         if error is None:
             # A handler that swallowed its Canceled and returned is completed: it returned.
             # `value` is its result already encoded (JSON text), or None: nothing to store.
-            return "completed", Finish(run=run, state="completed", at=now, result=value)
+            return "completed", Finish(
+                run=run, state="completed", at=now, result=value, started_at=started_at
+            )
         if isinstance(error, Snooze):
             return "snoozed", Finish(
                 run=run,

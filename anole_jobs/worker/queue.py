@@ -1,12 +1,17 @@
 """One queue's worker pool: a dispatcher that claims in batches, and `concurrency` slot threads
 that run the attempts and hand each finished attempt straight to the completer.
 
-The pool keeps some jobs **claimed ahead** of its slots, so that a slot that frees finds its
-next job waiting instead of a claim round trip. How many is adaptive: about `AHEAD_SECONDS` of
-this queue's recent work, at least one batch of `concurrency`, at most `AHEAD_MAX`. Slow jobs
-keep one batch ahead; a queue of short jobs keeps enough to cover a claim round trip, claimed
-in batches of at least half of it. That bounds what claiming ahead costs: a job enqueued later
-at a higher priority waits behind at most about `AHEAD_SECONDS` of work.
+A claimed job is stored ``running`` from its claim, so the pool claims only what it can start
+at once, plus a small reserve **claimed ahead** for queues of short jobs, so that a slot that
+frees finds its next job waiting instead of a claim round trip. The reserve is about
+`AHEAD_SECONDS` of this queue's measured work (its rate of finished runs), at most
+`AHEAD_MAX`, and none until a rate is measured: a queue of one-second jobs finishes a few jobs
+a second, well under one job per `AHEAD_SECONDS`, so it claims exactly its free slots and
+leaves the rest of the queue to other workers; a queue of no-op jobs keeps enough to cover a
+claim round trip, claimed in batches of at least half of it. That bounds what claiming ahead
+costs: a job enqueued later at a higher priority waits behind at most about `AHEAD_SECONDS`
+of work, and a job waits that long at most between its claim and its handler's start (its
+`attempted_at` is rewritten to the handler's start by the run's write).
 
 Slots are daemon threads: a sync handler that never reaches a wait cannot keep the process
 alive past its drain deadline (the exit bound in `runner`).
@@ -17,10 +22,12 @@ from __future__ import annotations
 import logging
 import queue as queue_module
 import threading
+from datetime import datetime
 
 from anole_jobs.background import BackgroundThread
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
+from anole_jobs.limits import Limits
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.worker.cancel import CancelScope, install_query_checks
@@ -38,6 +45,8 @@ AHEAD_SECONDS = 0.02
 AHEAD_MAX = 1000
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
+#: Seconds between looks for limits set at runtime on a queue with none in its settings.
+RUNTIME_LIMITS_EVERY = 1.0
 
 
 class Dispatcher(BackgroundThread):
@@ -67,6 +76,9 @@ class Dispatcher(BackgroundThread):
         if wanted <= 0:
             return pool.poll_interval  # a slot wakes us when the pool runs low
         now = pool.service.clock()
+        limits = pool.limits_in_force()
+        if limits is not None:
+            return self._claim_limited(limits, wanted, now)
         claimed = store.claim(
             pool.name,
             kinds=pool.service.registry.handled_kinds(),
@@ -82,6 +94,33 @@ class Dispatcher(BackgroundThread):
         pool.hand_out(claimed)
         if claimed and len(claimed) == wanted:
             return 0.0  # there may be more: claim again once the pool runs low
+        return pool.poll_interval
+
+    def _claim_limited(self, limits: Limits, wanted: int, now: datetime) -> float:
+        """A claim within the queue's limits (docs/limits.md). When a limit held jobs back,
+        sleep until its rate window reopens (or a wake-up, or the poll: a job finishing
+        anywhere makes room for a concurrency limit)."""
+        pool = self.pool
+        result = pool.service.store.claim_limited(
+            pool.name,
+            limits=limits,
+            kinds=pool.service.registry.handled_kinds(),
+            limit=wanted,
+            now=now,
+            lease_until=now + pool.service.settings.lease,
+            worker=pool.worker_name,
+        )
+        claimed = result.jobs
+        if self.stopping and claimed:
+            pool.give_back(claimed)
+            return 0.0
+        pool.hand_out(claimed)
+        if result.held:
+            if result.reopens_at is None:
+                return pool.poll_interval
+            return min(pool.poll_interval, max(0.0, (result.reopens_at - now).total_seconds()))
+        if claimed and len(claimed) == wanted:
+            return 0.0
         return pool.poll_interval
 
 
@@ -111,7 +150,12 @@ class QueueWorker:
         self._finished = 0  # runs ended since the pool started (for the rate)
         self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
         self._rate = 0.0  # jobs per second, smoothed
-        self.ahead = config.concurrency  # jobs kept claimed beyond the slots (adaptive)
+        self.ahead = 0  # jobs kept claimed beyond the slots (adaptive; none until measured)
+        #: The queue's limits in the settings; those set at runtime are looked up now and
+        #: then (`limits_in_force`), so a queue without limits never pays for them.
+        self.settings_limits = service.settings.queues[config.name].limits
+        self._runtime_limits_at = -RUNTIME_LIMITS_EVERY
+        self._runtime_limits = False
         self.subscription = service.store.subscribe([config.name])
         self.dispatcher = Dispatcher(self)
         self._threads: list[threading.Thread] = []
@@ -151,6 +195,21 @@ class QueueWorker:
             self._inbox.put(_STOP)
 
     # -- dispatching -----------------------------------------------------------------------
+    def limits_in_force(self) -> Limits | None:
+        """The limits to claim within, None when the queue has none (a plain claim): those of
+        the settings, or, once `jobs.set_limits` stored some for this queue (looked up every
+        `RUNTIME_LIMITS_EVERY` seconds), whatever the store holds (it reads them itself)."""
+        if self.settings_limits.active:
+            return self.settings_limits
+        now = monotonic()
+        if now - self._runtime_limits_at >= RUNTIME_LIMITS_EVERY:
+            self._runtime_limits_at = now
+            try:
+                self._runtime_limits = self.name in self.service.store.runtime_limits()
+            except NotImplementedError:
+                self._runtime_limits = False
+        return self.settings_limits if self._runtime_limits else None
+
     def wanted(self) -> int:
         """How many jobs to claim now: enough to fill the slots and the claimed-ahead reserve,
         but nothing while the pool still holds more than half of its reserve (so claims come
@@ -163,6 +222,10 @@ class QueueWorker:
         return self.config.concurrency + self.ahead - busy
 
     def low_water(self) -> int:
+        """Claim again once the pool holds no more than this: half the reserve used, or, with
+        no reserve, as soon as a slot is free."""
+        if not self.ahead:
+            return self.config.concurrency - 1
         return self.config.concurrency + self.ahead // 2
 
     def _update_ahead(self) -> None:
@@ -175,8 +238,9 @@ class QueueWorker:
             return
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
-        concurrency = self.config.concurrency
-        self.ahead = max(concurrency, min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS)))
+        # Jobs that take longer than AHEAD_SECONDS between them keep none ahead: a slow kind
+        # claims no more than its free slots.
+        self.ahead = min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS))
 
     def hand_out(self, claimed: list[ClaimedJob]) -> None:
         if not claimed:

@@ -13,6 +13,8 @@ import os
 import socket
 import threading
 from dataclasses import replace
+from datetime import datetime
+from typing import Any
 
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import (
@@ -71,14 +73,7 @@ class Stepper:
             if not handled:
                 break
             now = service.clock()
-            claimed = service.store.claim(
-                queue,
-                kinds=handled,
-                limit=CLAIM_LIMIT,
-                now=now,
-                lease_until=now + service.settings.lease,
-                worker=self._leadership().instance,
-            )
+            claimed = self._claim(queue, handled, now)
             # One fenced write for the whole batch, as the runtime's completer does: a step's
             # later jobs see earlier outcomes only once the step returns.
             attempts = self._run_all(claimed)
@@ -103,6 +98,22 @@ class Stepper:
             cron_enqueued=cron_enqueued,
             leader=leader,
         )
+
+    def _claim(self, queue: str, handled: frozenset[str], now: datetime) -> list[ClaimedJob]:
+        """The queue's due jobs, within its limits when its settings set some (limits set
+        only at runtime apply to the runtime's workers: a step looks up nothing more)."""
+        service = self.service
+        limits = service.settings.queues[queue].limits
+        options: dict[str, Any] = {
+            "kinds": handled,
+            "limit": CLAIM_LIMIT,
+            "now": now,
+            "lease_until": now + service.settings.lease,
+            "worker": self._leadership().instance,
+        }
+        if limits.active:
+            return service.store.claim_limited(queue, limits=limits, **options).jobs
+        return service.store.claim(queue, **options)
 
     def _run_all(self, claimed: list[ClaimedJob]) -> list[Attempt]:
         """Run the claimed jobs one after the other. Whatever a handler raises is its failed

@@ -198,6 +198,7 @@ def test_a_custom_prefix_keeps_the_migration_clean_and_matches_the_ddl(tmp_path:
         "custom_count",
         "custom_workflow",
         "custom_dependency",
+        "custom_limit",
     }
     assert {name for kind, name, _, _ in schema if kind == "trigger"} == {
         "custom_count_insert",
@@ -223,6 +224,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0003_counts",
             "0004_result",
             "0005_workflows",
+            "0006_limits",
         ]
 
 
@@ -291,7 +293,7 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
             cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 46 and len(expected["indexes"]) == 22
+    assert len(expected["columns"]) == 51 and len(expected["indexes"]) == 24
     assert len(expected["triggers"]) == 4 and len(expected["functions"]) == 1
     assert built == expected
 

@@ -15,10 +15,12 @@ commands `e2e_enqueue` / `e2e_jobs`). The store comes from environment variables
     ANOLE_E2E_STARTUP_TIMEOUT  STARTUP_TIMEOUT in seconds (default 10)
     ANOLE_E2E_ERROR_REPORTER   ERROR_REPORTER (default: none); tests.e2e.reporter.to_file
                                writes to the file ANOLE_E2E_REPORTS names
+    ANOLE_E2E_LIMITS       JSON of limit options added to the "default" queue (default none)
 
 Short leases and drains keep the tests fast; the rules they check are stated relative to them.
 """
 
+import json
 import os
 
 STORE = os.environ.get("ANOLE_E2E_STORE", "sqlite")
@@ -77,5 +79,7 @@ ANOLE_JOBS = {
     "KEY_PREFIX": os.environ.get("ANOLE_E2E_KEY_PREFIX", "anole-e2e:"),
     "STARTUP_TIMEOUT": float(os.environ.get("ANOLE_E2E_STARTUP_TIMEOUT", "10")),
 }
+if os.environ.get("ANOLE_E2E_LIMITS"):
+    ANOLE_JOBS["QUEUES"]["default"].update(json.loads(os.environ["ANOLE_E2E_LIMITS"]))
 if os.environ.get("ANOLE_E2E_ERROR_REPORTER"):
     ANOLE_JOBS["ERROR_REPORTER"] = os.environ["ANOLE_E2E_ERROR_REPORTER"]

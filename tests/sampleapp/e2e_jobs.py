@@ -448,8 +448,26 @@ def whoami(job: Job, args: WhoAmI) -> None:
     touch(args.marker, job, "finished")
 
 
+@kind("e2e.claim_time", attempts=3)
+@dataclass
+class ClaimTime:
+    """Records its job's claim time: while it runs, the job's `attempted_at` is its claim's
+    (the run's write replaces it with the handler's start). For queue-limit tests."""
+
+    marker: str = ""
+
+
+@jobs.handler(ClaimTime)
+def claim_time(job: Job, args: ClaimTime) -> None:
+    record = jobs.get(job.id)
+    assert record is not None and record.attempted_at is not None
+    Path(args.marker, f"{job.id}.{job.attempt}.claimed").write_text(record.attempted_at.isoformat())
+    print(f"e2e-marker {job.id}.{job.attempt}.claimed", flush=True)
+
+
 KINDS = {
     "noop": Noop,
+    "claim_time": ClaimTime,
     "block": Block,
     "busy": Busy,
     "suicide": Suicide,

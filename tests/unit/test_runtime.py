@@ -161,8 +161,9 @@ def test_a_queue_runs_exactly_its_concurrency_at_once(rt: Runtime) -> None:
     jobs.start()
     with cond:
         assert cond.wait_for(lambda: running["now"] == concurrency, WAIT)
-    # Every slot is busy; one more batch is claimed ahead, the rest wait unclaimed.
-    assert jobs.counts()["default"] == {"running": 2 * concurrency, "available": concurrency}
+    # Every slot is busy and nothing more is claimed (no rate measured yet, and these jobs
+    # are slow): the rest wait unclaimed, for this or another worker.
+    assert jobs.counts()["default"] == {"running": concurrency, "available": 2 * concurrency}
     release.set()
     finished = rt.log.wait_finished(total)
     assert {e["job_id"] for e in finished} == set(ids)
@@ -185,9 +186,9 @@ def test_claims_in_batches_sized_to_the_free_slots(rt: Runtime) -> None:
     jobs.enqueue_many([Work() for _ in range(3)])
     jobs.start()
     rt.log.wait_finished(3)
-    # One round trip took the three jobs (concurrency 3, plus one batch claimed ahead), not
-    # one call per job.
-    assert calls[0] == (6, 3)
+    # One round trip took the three jobs (concurrency 3, nothing claimed ahead before a rate
+    # is measured), not one call per job.
+    assert calls[0] == (3, 3)
 
 
 class FakeMonotonic:
@@ -231,18 +232,20 @@ def test_claim_ahead_follows_the_queue_rate_within_its_bounds(
 
     pool, clock = idle_pool(monkeypatch, concurrency=10)
     jobs.enqueue_many([Work() for _ in range(5000)])
-    # No rate yet: the slots and one batch ahead.
-    assert pool.wanted() == 20
-    # Slow jobs (1 per second): still one batch ahead, never less.
-    pool.hand_out(claim(20))
+    # No rate yet: the free slots only.
+    assert pool.wanted() == 10
+    # Slow jobs (1 per second): none ahead, so nothing to claim until a slot is free.
+    pool.hand_out(claim(10))
     clock.now += 1.0
     finish(pool, 1)
-    assert pool.wanted() == 0  # 19 held: more than the low water (10 + 10 // 2)
-    assert pool.ahead == 10
+    assert pool.wanted() == 1  # 9 held: exactly the free slot
+    assert pool.ahead == 0
+    pool.hand_out(claim(1))
+    assert pool.wanted() == 0  # every slot busy, nothing held ahead
     # A fast queue: 2,000 jobs/s keeps AHEAD_SECONDS of them claimed ahead.
-    finish(pool, 19)
+    finish(pool, 10)
     pool._rate = 0.0  # forget the slow past: the next measurement stands alone
-    pool._finished += 2000 - 19
+    pool._finished += 2000 - 10  # 10 just finished: 2,000 in the second
     clock.now += 1.0
     expected = int(2000 * AHEAD_SECONDS)
     assert pool.wanted() == 10 + expected and pool.ahead == expected
@@ -257,6 +260,7 @@ def test_a_slot_wakes_the_dispatcher_once_per_batch_at_the_low_water(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pool, _clock = idle_pool(monkeypatch, concurrency=4)
+    pool.ahead = 4  # as measured on a queue of short jobs (the clock does not move here)
     jobs.enqueue_many([Work() for _ in range(8)])
     pool.hand_out(claim(8))  # 4 slots + 4 ahead; low water 4 + 2 = 6
     woken: list[set[str]] = []
@@ -270,6 +274,26 @@ def test_a_slot_wakes_the_dispatcher_once_per_batch_at_the_low_water(
     assert woken == [{"default"}] and pool.wanted() == 2  # 6 held: claim the next 2 now
     finish(pool, 6)
     assert woken == [{"default"}]  # below the low water the dispatcher is already claiming
+
+
+def test_with_nothing_ahead_each_freed_slot_wakes_the_dispatcher(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool, _clock = idle_pool(monkeypatch, concurrency=4)
+    jobs.enqueue_many([Work() for _ in range(8)])
+    assert pool.wanted() == 4 and pool.ahead == 0
+    pool.hand_out(claim(4))
+    woken: list[set[str]] = []
+    wake = pool.service.store.wakeups.wake
+    monkeypatch.setattr(
+        pool.service.store.wakeups, "wake", lambda q: (woken.append(set(q)), wake(q))
+    )
+    assert pool.wanted() == 0  # every slot busy
+    finish(pool, 1)
+    assert woken == [{"default"}] and pool.wanted() == 1  # the one free slot, no more
+    pool.hand_out(claim(1))
+    finish(pool, 1)
+    assert woken == [{"default"}, {"default"}] and pool.wanted() == 1
 
 
 def claim(limit: int) -> list[Any]:

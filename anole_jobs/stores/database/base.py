@@ -60,6 +60,7 @@ from anole_jobs.stores.base import (
 )
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.ddl import channel, done_channel, tables
+from anole_jobs.stores.database.limits import SQLLimits
 from anole_jobs.stores.database.workflows import Settled
 
 #: The columns every read selects, in `_record`'s order.
@@ -115,7 +116,7 @@ def decode_json(value: object) -> Any:
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
-class SQLStore(Store):
+class SQLStore(SQLLimits, Store):
     """The durable store on one Django database alias; subclassed per vendor."""
 
     vendor: str = ""
@@ -167,6 +168,18 @@ class SQLStore(Store):
         worker: str,
     ) -> list[tuple[Any, ...]]:
         """Claim and return the claimed rows (COLUMNS order)."""
+
+    @abstractmethod
+    def claim_ids(
+        self,
+        cursor: CursorWrapper,
+        ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[tuple[Any, ...]]:
+        """Claim the ``available`` jobs `ids` (a limited claim picked them, locked); rows as
+        `claim_rows` returns them."""
 
     @abstractmethod
     def finish_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:

@@ -78,6 +78,7 @@ class Tables:
     count: str  # job counts per queue and state, kept by triggers (migration 0003)
     workflow: str  # one row per workflow (migration 0005)
     dependency: str  # one row per (step, dependency) edge of a workflow (migration 0005)
+    limit: str = ""  # one row per limited queue: its runtime limits, its recent claims (0006)
 
 
 def tables(prefix: str) -> Tables:
@@ -89,6 +90,7 @@ def tables(prefix: str) -> Tables:
         count=prefix + "count",
         workflow=prefix + "workflow",
         dependency=prefix + "dependency",
+        limit=prefix + "limit",
     )
 
 
@@ -488,6 +490,34 @@ def workflow_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     return created
 
 
+#: The queue limits table (migration 0006), as Django's schema editor creates it.
+_LIMIT_TABLE = {
+    "postgresql": (
+        'CREATE TABLE "{limit}" ("queue" text NOT NULL PRIMARY KEY,'
+        ' "global_concurrency" integer NULL, "rate_count" integer NULL,'
+        ' "rate_seconds" double precision NULL, "claims" text NOT NULL)'
+    ),
+    "sqlite": (
+        'CREATE TABLE "{limit}" ("queue" text NOT NULL PRIMARY KEY,'
+        ' "global_concurrency" integer NULL, "rate_count" integer NULL,'
+        ' "rate_seconds" real NULL, "claims" text NOT NULL)'
+    ),
+}
+
+
+def limit_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Migration 0006: one row per queue that has limits: those set at runtime (NULL: the
+    settings apply) and the times of its recent claims per partition (JSON), which its
+    limited claims lock, read and rewrite."""
+    _check(vendor, prefix)
+    name = tables(prefix).limit
+    created = [_LIMIT_TABLE[vendor].format(limit=name)]
+    if vendor == "postgresql":
+        like = pg_like_index_name(name, "queue")
+        created.append(f'CREATE INDEX "{like}" ON "{name}" ("queue" text_pattern_ops)')
+    return created
+
+
 def statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     """`sql()` as a list of statements, without their ``;`` (a function body holds some)."""
     _check(vendor, prefix)
@@ -496,6 +526,7 @@ def statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
         + count_statements(vendor, prefix)
         + result_statements(vendor, prefix)
         + workflow_statements(vendor, prefix)
+        + limit_statements(vendor, prefix)
     )
 
 
@@ -506,14 +537,17 @@ def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
     a newline; the part of migration 0003 (the job counts) starts at the line
     ``-- job counts (migration 0003)``, that of migration 0004 (job results) at
     ``-- job results (migration 0004)``, that of migration 0005 (workflows) at
-    ``-- workflows (migration 0005)``."""
+    ``-- workflows (migration 0005)``, that of migration 0006 (queue limits) at
+    ``-- queue limits (migration 0006)``."""
     _check(vendor, prefix)
     tables_part = "".join(s + ";\n" for s in _table_statements(vendor, prefix))
     counts_part = "".join(s + ";\n" for s in count_statements(vendor, prefix))
     results_part = "".join(s + ";\n" for s in result_statements(vendor, prefix))
     workflows_part = "".join(s + ";\n" for s in workflow_statements(vendor, prefix))
+    limits_part = "".join(s + ";\n" for s in limit_statements(vendor, prefix))
     return (
         f"{tables_part}-- job counts (migration 0003)\n{counts_part}"
         f"-- job results (migration 0004)\n{results_part}"
         f"-- workflows (migration 0005)\n{workflows_part}"
+        f"-- queue limits (migration 0006)\n{limits_part}"
     )

@@ -28,6 +28,7 @@ __all__ = [
     "Job",
     "JobDependency",
     "Leader",
+    "Limit",
     "MIGRATE",
     "Queue",
     "TABLE_PREFIX",
@@ -186,3 +187,20 @@ class JobDependency(models.Model):
         db_table = _TABLES.dependency
         managed = MIGRATE
         indexes = _job_indexes(DEPENDENCY_INDEXES)
+
+
+class Limit(models.Model):
+    """A queue with limits (docs/limits.md): those set at runtime (NULL: the settings apply)
+    and the times of its recent claims per partition, as JSON. Its limited claims lock this
+    row, so they take turns per queue; other queues' claims never wait for it."""
+
+    queue = models.TextField(primary_key=True)
+    global_concurrency = models.IntegerField(null=True)
+    rate_count = models.IntegerField(null=True)
+    rate_seconds = models.FloatField(null=True)
+    claims = models.TextField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.limit
+        managed = MIGRATE

@@ -310,6 +310,7 @@ class PostgresStore(SQLStore):
                     r.error.as_json() if r.error is not None else None,
                     1 if r.give_back_attempt else 0,
                     r.result,
+                    r.started_at.isoformat() if r.started_at is not None else None,
                 ]
                 for r in results
             ]
@@ -323,11 +324,13 @@ class PostgresStore(SQLStore):
             " scheduled_at = COALESCE(f.scheduled_at, j.scheduled_at),"
             f" unique_lock = CASE WHEN f.state IN ({FINAL}) AND j.unique_scope <> 'any'"
             " THEN NULL ELSE j.unique_lock END,"
-            " result = CASE WHEN f.state = 'completed' THEN f.result ELSE j.result END"
+            " result = CASE WHEN f.state = 'completed' THEN f.result ELSE j.result END,"
+            " attempted_at = COALESCE(f.started_at, j.attempted_at)"
             " FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS attempt,"
             " (r->>2)::bigint AS token, r->>3 AS state, (r->>4)::timestamptz AS at,"
             " (r->>5)::timestamptz AS scheduled_at, NULLIF(r->6, 'null'::jsonb) AS error,"
-            " (r->>7)::int AS give_back, (r->>8)::jsonb AS result"
+            " (r->>7)::int AS give_back, (r->>8)::jsonb AS result,"
+            " (r->>9)::timestamptz AS started_at"
             " FROM jsonb_array_elements(%s::jsonb) AS e(r)) AS f"
             " WHERE j.id = f.id AND j.attempt = f.attempt AND j.claim_token = f.token"
             " AND j.state = 'running' RETURNING j.id, j.state"
@@ -423,3 +426,21 @@ class PostgresStore(SQLStore):
             self.send_done_notify(killed)
             self.finished_at_commit(killed)
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
+
+    # -- queue limits ------------------------------------------------------------------------
+    def claim_ids(
+        self,
+        cursor: CursorWrapper,
+        ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[tuple[Any, ...]]:
+        cursor.execute(
+            f"UPDATE {self.job_table} AS j SET state = 'running', attempt = j.attempt + 1,"
+            " claim_token = j.claim_token + 1, attempted_at = %s, lease_until = %s,"
+            " claimed_by = %s WHERE j.id = ANY(%s::bigint[]) AND j.state = 'available'"
+            f" RETURNING {CLAIMED_COLUMNS}",
+            [now, lease_until, worker, list(ids)],
+        )
+        return cursor.fetchall()

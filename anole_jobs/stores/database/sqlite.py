@@ -112,8 +112,8 @@ class SqliteStore(SQLStore):
     @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:
         connection = self.connection
-        if connection.in_atomic_block or not connection.get_autocommit():
-            yield  # the caller's transaction: join it
+        if connection.in_atomic_block or not connection.get_autocommit() or _began(connection):
+            yield  # the caller's transaction (or this store's own, a limited claim's): join it
             return
         # The store's own writes in this process (these transactions and `writing`) take
         # turns on a Python lock first: two of its threads (the claimer and the completer)
@@ -214,12 +214,13 @@ class SqliteStore(SQLStore):
                     error_json(r.error),
                     1 if r.give_back_attempt else 0,
                     r.result,
+                    self.encode_time(r.started_at),
                 ]
                 for r in results
             ]
         )
         names = ("f_id", "f_attempt", "f_token", "f_state", "f_at", "f_scheduled_at", "f_error")
-        row = _fields((*names, "f_give_back", "f_result"))
+        row = _fields((*names, "f_give_back", "f_result", "f_started_at"))
         cursor.execute(
             f"UPDATE {self.job_table} SET state = f_state, lease_until = NULL,"
             " attempt = attempt - f_give_back,"
@@ -229,7 +230,8 @@ class SqliteStore(SQLStore):
             " scheduled_at = COALESCE(f_scheduled_at, scheduled_at),"
             f" unique_lock = CASE WHEN f_state IN ({FINAL}) AND unique_scope != 'any'"
             " THEN NULL ELSE unique_lock END,"
-            " result = CASE WHEN f_state = 'completed' THEN f_result ELSE result END"
+            " result = CASE WHEN f_state = 'completed' THEN f_result ELSE result END,"
+            " attempted_at = COALESCE(f_started_at, attempted_at)"
             f" FROM (SELECT {row} FROM json_each(%s)) AS f"
             " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
             # `+state`: keep SQLite on the primary key per batch row; through the state index
@@ -301,6 +303,31 @@ class SqliteStore(SQLStore):
                 workflows.announce(self, workflows.settle_steps(self, cursor, killed, now))
         self.finished_at_commit(killed)
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
+
+    # -- queue limits ------------------------------------------------------------------------
+    def claim_ids(
+        self,
+        cursor: CursorWrapper,
+        ids: Sequence[int],
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[tuple[Any, ...]]:
+        marks = ", ".join("%s" for _ in ids)
+        cursor.execute(
+            f"UPDATE {self.job_table} SET state = 'running', attempt = attempt + 1,"
+            " claim_token = claim_token + 1, attempted_at = %s, lease_until = %s,"
+            f" claimed_by = %s WHERE id IN ({marks}) AND state = 'available'"
+            f" RETURNING {self.select()}",
+            [self.encode_time(now), self.encode_time(lease_until), worker, *ids],
+        )
+        return cursor.fetchall()
+
+
+def _began(connection: Any) -> bool:
+    """Whether this store's own transaction is open on `connection` (a write lock held)."""
+    raw = connection.connection
+    return raw is not None and raw.in_transaction
 
 
 def check_version(version: tuple[int, ...]) -> str | None:

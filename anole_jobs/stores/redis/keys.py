@@ -29,6 +29,11 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P wf:<workflow id>``          hash    a workflow: ``name created cancelled``
 ``P wfjobs:<workflow id>``      zset    ids of its steps (member ``pid``)
 ``P dn:<id>``                   list    ids of the steps that run after job <id> (its dependents)
+``P limits``                    hash    ``queue -> JSON`` of the limits set at runtime
+``P lr:<len(q)>:<q>``           hash    ids of q's jobs a limited claim took (``id -> 1``),
+                                        dropped once no longer running
+``P lw:<len(q)>:<q>:<part>``    zset    claim times (epoch seconds) of q's partition ``part``
+                                        in its rate window; expires with the window
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -167,6 +172,15 @@ class Keys:
     def dependents(self, job_id: int | str) -> str:
         return f"{self.prefix}dn:{job_id}"
 
+    def limits(self) -> str:
+        return f"{self.prefix}limits"
+
+    def limit_running(self, queue: str) -> str:
+        return f"{self.prefix}lr:{len(queue.encode())}:{queue}"
+
+    def limit_window(self, queue: str, partition: str) -> str:
+        return f"{self.prefix}lw:{len(queue.encode())}:{queue}:{partition}"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -206,6 +220,9 @@ local function K_paused() return P .. 'paused' end
 local function K_wf(id) return P .. 'wf:' .. id end
 local function K_wfjobs(id) return P .. 'wfjobs:' .. id end
 local function K_dn(id) return P .. 'dn:' .. id end
+local function K_limits() return P .. 'limits' end
+local function K_lr(queue) return P .. 'lr:' .. #queue .. ':' .. queue end
+local function K_lw(queue, part) return P .. 'lw:' .. #queue .. ':' .. queue .. ':' .. part end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

@@ -56,6 +56,7 @@ from anole_jobs.stores.base import (
 )
 from anole_jobs.stores.redis import keys
 from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, time_key
+from anole_jobs.stores.redis.limits import RedisLimits
 from anole_jobs.stores.redis.listener import Listener, encode
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
 from anole_jobs.stores.wakeups import Subscription
@@ -72,14 +73,20 @@ LIST_SCAN_BUDGET = 5_000
 SCRIPT_CHUNK = 1_000
 
 
+#: The scripts that also get `_limits.lua` (queue limits) before their own text.
+LIMIT_SCRIPTS = ("claim_limited", "limits_held")
+
+
 @functools.cache
 def _sources() -> dict[str, tuple[str, str]]:
     """``{name: (source, sha1)}``: each script is the key prelude + `_lib.lua` + its file."""
     lib = (SCRIPTS_DIR / "_lib.lua").read_text()
+    limits_lib = (SCRIPTS_DIR / "_limits.lua").read_text() + "\n"
     sources = {}
     for path in sorted(SCRIPTS_DIR.glob("*.lua")):
         if not path.name.startswith("_"):
-            source = f"{keys.LUA}\n{lib}\n{path.read_text()}"
+            extra = limits_lib if path.stem in LIMIT_SCRIPTS else ""
+            source = f"{keys.LUA}\n{lib}\n{extra}{path.read_text()}"
             sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
             sources[path.stem] = (source, sha)
     return sources
@@ -168,7 +175,7 @@ def _json_list(values: list[str]) -> str:
     return json.dumps(values, separators=(",", ":"))
 
 
-class RedisStore(Store):
+class RedisStore(RedisLimits, Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
     name = "redis"
@@ -326,6 +333,7 @@ class RedisStore(Store):
                     "" if result.error is None else _json(result.error.as_json()),
                     "1" if result.give_back_attempt else "0",
                     result.result or "",
+                    "" if result.started_at is None else time_key(result.started_at),
                 )
             )
         reply = self._run(

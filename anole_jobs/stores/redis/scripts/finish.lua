@@ -1,8 +1,9 @@
--- finish: ARGV[2] = n, [3] the n results as ONE JSON array of strings, 9 per result: id,
+-- finish: ARGV[2] = n, [3] the n results as ONE JSON array of strings, 10 per result: id,
 -- attempt, token, state, at key, scheduled_at key ('' = keep), error entry JSON ('' = none),
--- give back attempt ('1'/'0'), result JSON ('' = none; kept only by a 'completed' write).
+-- give back attempt ('1'/'0'), result JSON ('' = none; kept only by a 'completed' write),
+-- the handler's start as a time key ('' = keep the claim's `attempted`).
 -- [4] the channel of finished jobs, [5] the sender id, [6] the wake-up channel (for the
--- workflow steps a finish makes available). One argument instead of 9 per result:
+-- workflow steps a finish makes available). One argument instead of 10 per result:
 -- packing them cost the client more than the script took (as for insert). Each write is
 -- fenced (the job still running, with the same attempt and claim token); returns 1/0 per
 -- result. The ids of the jobs it ended are published once, and only while someone listens
@@ -10,7 +11,7 @@
 local out, ended = {}, {}
 local v = cjson.decode(ARGV[3])
 for k = 0, tonumber(ARGV[2]) - 1 do
-  local i = 1 + k * 9
+  local i = 1 + k * 10
   local j = load(v[i])
   if fenced(j, v[i + 1], v[i + 2]) then
     local state, at, sched, entry = v[i + 3], v[i + 4], v[i + 5], v[i + 6]
@@ -24,6 +25,7 @@ for k = 0, tonumber(ARGV[2]) - 1 do
     end
     if state == 'completed' and v[i + 8] ~= '' then set(j, 'result', v[i + 8]) end
     if sched ~= '' then set(j, 'sched', sched) end
+    if v[i + 9] ~= '' then set(j, 'attempted', v[i + 9]) end
     enter(j)
     save(j)
     if j.wf and FINAL[state] then wf_settle(j, at) end  -- a workflow step: its dependents

@@ -1,0 +1,229 @@
+"""Queue limits on the database store (docs/limits.md): the limited claim, runtime limits and
+the held count, shared by PostgreSQL and SQLite.
+
+A limited claim is one transaction that first upserts and so locks its queue's row of the
+limit table (``<prefix>limit``): the limited claims of one queue take turns on that row, and
+claims of other queues, or of queues without limits, never wait for it. Holding it, the claim
+reads what runs and the recent claims (each statement after the lock sees every claim
+committed before it), takes what `anole_jobs.limits.Planner` allows, and writes the window of
+recent claims back to the row. On SQLite the claim's write transaction already excludes every
+other writer.
+
+Without a partition the claim is the plain claim statement with its limit lowered to the room
+left. With one, candidates are read in claim order, a page at a time, and each job's
+partition computed from its args: a claim looks at most `SCAN_MAX` waiting jobs for ones
+whose partition has room.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from anole_jobs.limits import Limits, Planner, RateLimit, RuntimeLimits, held_count
+from anole_jobs.stores.base import ClaimedJob, LimitedClaim
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
+
+    from anole_jobs.stores.database.base import SQLStore
+
+#: Candidates read per page of a partitioned claim, and at most per claim.
+PAGE = 500
+SCAN_MAX = 5000
+
+
+def _decode(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+class SQLLimits:
+    """Mixed into `SQLStore`: the limits part of the store contract."""
+
+    def claim_limited(  # type: ignore[misc]  # a mixin of that store
+        self: SQLStore,
+        queue: str,
+        *,
+        limits: Limits,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> LimitedClaim:
+        if limit <= 0 or (kinds is not None and not kinds):
+            return LimitedClaim(jobs=[])
+        table = f'"{self.tables.limit}"'
+        with self.write_lock(), self.cursor() as cursor:
+            # The upsert locks the queue's row (PostgreSQL: until commit) and returns it.
+            cursor.execute(
+                f"INSERT INTO {table} (queue, claims) VALUES (%s, '{{}}')"
+                " ON CONFLICT (queue) DO UPDATE SET queue = excluded.queue"
+                " RETURNING global_concurrency, rate_count, rate_seconds, claims",
+                [queue],
+            )
+            concurrency, rate_count, rate_seconds, claims = cursor.fetchone()
+            effective = limits.overlay(_runtime(concurrency, rate_count, rate_seconds))
+            if not effective.active:
+                rows = self.claim_rows(cursor, queue, kinds, limit, now, lease_until, worker)
+                return LimitedClaim(jobs=self._claimed(rows, now, lease_until))
+            planner = Planner(
+                effective,
+                now=now.timestamp(),
+                want=limit,
+                running=self._running(cursor, queue, effective),
+                window=_decode(claims) or {},
+            )
+            if not effective.partition:
+                room = planner.room("")
+                rows = []
+                if room > 0:
+                    rows = self.claim_rows(cursor, queue, kinds, room, now, lease_until, worker)
+                planner.offer((i, "") for i in range(len(rows)))
+                if len(rows) == room < limit:
+                    planner.offer([(len(rows), "")])  # the next one is held: note it
+            else:
+                ids = self._pick(cursor, queue, kinds, planner, effective)
+                rows = self.claim_ids(cursor, ids, now, lease_until, worker) if ids else []
+            plan = planner.finish()
+            if effective.rate_limit is not None:
+                cursor.execute(
+                    f"UPDATE {table} SET claims = %s WHERE queue = %s",
+                    [json.dumps(plan.window, separators=(",", ":")), queue],
+                )
+        reopens = None
+        if plan.reopens_at is not None:
+            reopens = now + timedelta(seconds=plan.reopens_at - now.timestamp())
+        claimed = self._claimed(rows, now, lease_until)
+        return LimitedClaim(jobs=claimed, held=plan.held, reopens_at=reopens)
+
+    def _claimed(  # type: ignore[misc]  # a mixin of that store
+        self: SQLStore, rows: Sequence[Sequence[Any]], now: datetime, lease_until: datetime
+    ) -> list[ClaimedJob]:
+        claimed = [self.claimed_job(row, now, lease_until) for row in rows]
+        claimed.sort(key=lambda c: (-c.record.priority, c.record.scheduled_at, c.record.id))
+        return claimed
+
+    def _running(  # type: ignore[misc]  # a mixin of that store
+        self: SQLStore, cursor: CursorWrapper, queue: str, limits: Limits
+    ) -> dict[str, int]:
+        """Claimed and unfinished jobs of `queue` per partition."""
+        if not limits.partition:
+            cursor.execute(
+                f"SELECT COUNT(*) FROM {self.job_table} WHERE queue = %s AND state = 'running'",
+                [queue],
+            )
+            return {"": cursor.fetchone()[0]}
+        cursor.execute(
+            f"SELECT args FROM {self.job_table} WHERE queue = %s AND state = 'running'", [queue]
+        )
+        running: dict[str, int] = {}
+        for (args,) in cursor.fetchall():
+            key = limits.key(_decode(args))
+            running[key] = running.get(key, 0) + 1
+        return running
+
+    def _pick(  # type: ignore[misc]  # a mixin of that store
+        self: SQLStore,
+        cursor: CursorWrapper,
+        queue: str,
+        kinds: Collection[str] | None,
+        planner: Planner,
+        limits: Limits,
+    ) -> list[int]:
+        """The ids of the candidates the plan takes, read in claim order a page at a time."""
+        kind_filter = ""
+        kind_params: list[Any] = []
+        if kinds is not None:
+            where, kind_params = self.in_list("kind", kinds)
+            kind_filter = f" AND {where}"
+        ids: list[int] = []
+        offset = 0
+        while not planner.done and offset < SCAN_MAX:
+            cursor.execute(
+                f"SELECT id, args FROM {self.job_table}"
+                f" WHERE state = 'available' AND queue = %s{kind_filter}{self.not_paused()}"
+                f" ORDER BY priority DESC, scheduled_at, id LIMIT %s OFFSET %s{self.skip_locked}",
+                [queue, *kind_params, queue, PAGE, offset],
+            )
+            page = cursor.fetchall()
+            first = len(ids)
+            ids.extend(row[0] for row in page)
+            planner.offer(
+                (first + i, limits.key(_decode(args))) for i, (_, args) in enumerate(page)
+            )
+            if len(page) < PAGE:
+                break
+            offset += PAGE
+        return [ids[i] for i in planner.plan.taken]
+
+    def set_limits(self: SQLStore, queue: str, limits: RuntimeLimits) -> None:  # type: ignore[misc]  # a mixin of that store
+        rate = limits.rate_limit
+        with self.writing(), self.cursor() as cursor:
+            cursor.execute(
+                f'INSERT INTO "{self.tables.limit}" (queue, global_concurrency, rate_count,'
+                " rate_seconds, claims) VALUES (%s, %s, %s, %s, '{}') ON CONFLICT (queue)"
+                " DO UPDATE SET global_concurrency = excluded.global_concurrency,"
+                " rate_count = excluded.rate_count, rate_seconds = excluded.rate_seconds",
+                [
+                    queue,
+                    limits.global_concurrency,
+                    rate.count if rate is not None else None,
+                    rate.seconds if rate is not None else None,
+                ],
+            )
+
+    def runtime_limits(self: SQLStore) -> dict[str, RuntimeLimits]:  # type: ignore[misc]  # a mixin of that store
+        with self.cursor() as cursor:
+            cursor.execute(
+                "SELECT queue, global_concurrency, rate_count, rate_seconds"
+                f' FROM "{self.tables.limit}"'
+                " WHERE global_concurrency IS NOT NULL OR rate_count IS NOT NULL"
+            )
+            rows = cursor.fetchall()
+        return {queue: _runtime(c, n, s) for queue, c, n, s in rows}
+
+    def held_count(self: SQLStore, queue: str, limits: Limits, *, now: datetime) -> int:  # type: ignore[misc]  # a mixin of that store
+        with self.cursor() as cursor:
+            cursor.execute(
+                "SELECT global_concurrency, rate_count, rate_seconds, claims"
+                f' FROM "{self.tables.limit}" WHERE queue = %s',
+                [queue],
+            )
+            row = cursor.fetchone()
+            runtime = _runtime(*row[:3]) if row is not None else None
+            effective = limits.overlay(runtime)
+            if not effective.active:
+                return 0
+            window = (_decode(row[3]) or {}) if row is not None else {}
+            running = self._running(cursor, queue, effective)
+            if effective.partition:
+                cursor.execute(
+                    f"SELECT args FROM {self.job_table} WHERE queue = %s AND state = 'available'",
+                    [queue],
+                )
+                available: dict[str, int] = {}
+                for (args,) in cursor.fetchall():
+                    key = effective.key(_decode(args))
+                    available[key] = available.get(key, 0) + 1
+            else:
+                cursor.execute(
+                    f"SELECT COUNT(*) FROM {self.job_table}"
+                    " WHERE queue = %s AND state = 'available'",
+                    [queue],
+                )
+                available = {"": cursor.fetchone()[0]}
+        return held_count(
+            effective, now=now.timestamp(), available=available, running=running, window=window
+        )
+
+
+def _runtime(
+    concurrency: int | None, rate_count: int | None, rate_seconds: float | None
+) -> RuntimeLimits:
+    rate = None
+    if rate_count is not None and rate_seconds is not None:
+        rate = RateLimit(rate_count, timedelta(seconds=rate_seconds))
+    return RuntimeLimits(global_concurrency=concurrency, rate_limit=rate)

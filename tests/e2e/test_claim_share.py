@@ -1,0 +1,54 @@
+"""Two `runjobs` processes share a queue of slow jobs: a worker claims only what it can start,
+so a batch enqueued at once is split between them instead of being held by the first one to
+claim (which would run half of it a whole job's length later).
+
+What each process ran is read from the handlers' own records: each handler prints a marker
+line when it starts and when it returns, in the output of the process that ran it, and
+touches a marker file whose modification time says when.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Backend, Spec
+
+pytestmark = pytest.mark.e2e
+
+CONCURRENCY = 4
+JOBS = 8
+SECONDS = 1.0
+
+
+def started_ids(output: str) -> set[int]:
+    return {int(m) for m in re.findall(r"e2e-marker (\d+)\.\d+\.started", output)}
+
+
+def marker_times(markers: Path, what: str) -> dict[int, float]:
+    return {int(p.name.split(".")[0]): p.stat().st_mtime for p in markers.glob(f"*.{what}")}
+
+
+def test_two_processes_split_a_batch_of_slow_jobs(pg_backend: Backend) -> None:
+    backend = pg_backend
+    workers = [backend.spawn(CONCURRENCY=str(CONCURRENCY)) for _ in range(2)]
+    for worker in workers:
+        worker.wait_ready()
+    (ids,) = backend.enqueue_specs(
+        Spec("block", JOBS, args={"seconds": SECONDS, "marker": str(backend.markers)})
+    )
+    backend.wait_markers(JOBS, "finished", timeout=30)
+    backend.wait_state(ids, "completed")
+    ran = [started_ids(worker.output()) for worker in workers]
+    assert ran[0] | ran[1] == set(ids) and not ran[0] & ran[1]
+    # Both processes ran jobs, neither more than its slots: each claimed only what it could
+    # start, so neither held jobs the other could have run.
+    assert all(0 < len(each) <= CONCURRENCY for each in ran), ran
+    # All eight ran at once: every handler started before the first one returned.
+    started, finished = (
+        marker_times(backend.markers, "started"),
+        marker_times(backend.markers, "finished"),
+    )
+    assert max(started.values()) < min(finished.values()), (started, finished)

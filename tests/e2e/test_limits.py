@@ -1,0 +1,84 @@
+"""Queue limits hold across real `runjobs` processes, on every durable store.
+
+What ran when is read from the handlers' own records: each handler touches a marker file when
+it starts and another when it returns (`tests.sampleapp.e2e_jobs.touch`), and the files'
+modification times say when. A handler's recorded span lies inside its job's claimed span
+(claimed before it starts, finished after it returns), so recorded spans that never overlap
+more than N times mean the claims did not either.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Backend, Spec
+
+pytestmark = pytest.mark.e2e
+
+PROCESSES = 3
+
+
+def times(markers: Path, what: str) -> dict[int, float]:
+    return {int(p.name.split(".")[0]): p.stat().st_mtime for p in markers.glob(f"*.{what}")}
+
+
+def most_at_once(started: dict[int, float], finished: dict[int, float]) -> int:
+    """The most recorded spans open at one instant (an end before a start at a tie)."""
+    events = sorted(
+        [(at, 1) for at in started.values()] + [(at, -1) for at in finished.values()],
+        key=lambda e: (e[0], e[1]),
+    )
+    peak = now = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def start_workers(backend: Backend, limits: dict[str, object]) -> None:
+    workers = [backend.spawn(CONCURRENCY="4", LIMITS=json.dumps(limits)) for _ in range(PROCESSES)]
+    for worker in workers:
+        worker.wait_ready()
+
+
+def test_a_global_concurrency_holds_across_processes(backend: Backend) -> None:
+    start_workers(backend, {"global_concurrency": 2})
+    count = 9
+    (ids,) = backend.enqueue_specs(
+        Spec("block", count, args={"seconds": 0.3, "marker": str(backend.markers)})
+    )
+    backend.wait_markers(count, "finished", timeout=60)
+    backend.wait_state(ids, "completed")
+    started, finished = times(backend.markers, "started"), times(backend.markers, "finished")
+    # Never more than two at once, and the two slots were used (not one at a time).
+    assert most_at_once(started, finished) == 2
+    ran_by = [
+        {i for i in ids if f"e2e-marker {i}.1.started" in worker.output()}
+        for worker in backend.workers
+    ]
+    assert sum(map(len, ran_by)) == count
+
+
+def test_a_rate_limit_holds_across_processes(backend: Backend) -> None:
+    rate, count = 20, 60
+    start_workers(backend, {"rate_limit": f"{rate}/s"})
+    (ids,) = backend.enqueue_specs(Spec("claim_time", count, args={"marker": str(backend.markers)}))
+    backend.wait_markers(count, "claimed", timeout=60)
+    backend.wait_state(ids, "completed")
+    claims = sorted(
+        datetime.fromisoformat(p.read_text()).timestamp() for p in backend.markers.glob("*.claimed")
+    )
+    # In any one-second window, the rate (the handlers recorded their claim's time), within
+    # one job: claimers read their clocks a moment before they take turns on the limit.
+    busiest = max(
+        sum(1 for other in claims[i:] if other < first + 1.0) for i, first in enumerate(claims)
+    )
+    assert rate <= busiest <= rate + 1, " ".join(f"{c - claims[0]:.4f}" for c in claims)
+    # Three windows' worth of jobs: never faster than the limit, and held jobs were claimed
+    # soon after each window reopened (not a poll or more later).
+    took = claims[-1] - claims[0]
+    assert 2.0 <= took <= 2.0 + 1.0, claims
