@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from anole_jobs.stores.stats import Resolution, StatsPoint
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
 
 State = Literal["scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"]
@@ -441,6 +442,24 @@ class Store(ABC):
         """Whether a result waiter of this process is subscribed (nothing to build if not)."""
         hub: WakeupHub | None = self.__dict__.get("_finished_hub")
         return hub is not None and hub.has_subscribers()
+
+    # -- statistics --------------------------------------------------------------------------
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> dict[str, list[StatsPoint]]:
+        """Per-queue counters of started, completed, retried and dead runs and the run-time
+        histogram of the completed ones, per minute or per hour (`resolution`) from the
+        minute or hour holding `since` to that holding `until`; ``{queue: [point]}`` in time
+        order, for `queues` (every queue with counters when None). Periods with nothing
+        counted are left out. The store keeps the counters in the same writes that move the
+        jobs (see `anole_jobs.stores.stats` for what counts where), so this reads minutes,
+        never jobs. Minutes older than `STATS_KEEP` may be gone."""
+        raise NotImplementedError(f"the {self.name} store keeps no statistics")
 
     # -- lifecycle -------------------------------------------------------------------------
 

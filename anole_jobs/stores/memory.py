@@ -35,6 +35,7 @@ from anole_jobs.stores.base import (
     ended_ids,
     woken_queues,
 )
+from anole_jobs.stores.stats import MinuteCounters, Resolution, StatsPoint, check_range
 
 
 @dataclass(kw_only=True)
@@ -112,6 +113,8 @@ class MemoryStore(Store):
         # queue -> state -> jobs, kept by every insert, state change and removal below, so
         # counts() does not walk every job (the SQL stores' triggers do the same).
         self._counts: dict[str, dict[str, int]] = {}
+        # Per-queue, per-minute run statistics, kept under the lock with the moves they count.
+        self._stats = MinuteCounters()
 
     # -- helpers ---------------------------------------------------------------------------
     def _set_state(self, row: _Row, state: State) -> None:
@@ -255,6 +258,7 @@ class MemoryStore(Store):
                 row.attempted_at = now
                 row.lease_until = lease_until
                 row.claimed_by = worker
+                self._stats.started(row.queue, now)
                 claimed.append(
                     ClaimedJob(
                         record=row.record(),
@@ -277,6 +281,7 @@ class MemoryStore(Store):
     def finish(self, results: Sequence[Finish]) -> list[bool]:
         with self._lock:
             written = [self._finish_one(result) for result in results]
+            self._count_runs(results, written)
         if self.waits_for_finished():
             self.wake_finished(ended_ids(results, written))
         return written
@@ -341,6 +346,7 @@ class MemoryStore(Store):
                     ).as_json()
                 )
                 row.lease_until = None
+                self._stats.failed(row.queue, now, dead=row.attempt >= row.max_attempts)
                 if row.attempt >= row.max_attempts:
                     self._set_state(row, "dead")
                     row.finished_at = now
@@ -368,6 +374,7 @@ class MemoryStore(Store):
                 self._forget(row)
                 if row.unique_key is not None and self._unique.get(row.unique_key) == row_id:
                     del self._unique[row.unique_key]
+            self._stats.prune(now)
             return len(doomed)
 
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
@@ -511,6 +518,32 @@ class MemoryStore(Store):
     def paused_queues(self) -> dict[str, datetime]:
         with self._lock:
             return dict(self._paused)
+
+    # -- statistics --------------------------------------------------------------------------
+    def _count_runs(self, results: Sequence[Finish], written: Sequence[bool]) -> None:
+        """Count the runs a `finish` batch ended (under the lock, after the writes)."""
+        for result, ok in zip(results, written, strict=True):
+            if not ok:
+                continue
+            row = self._rows[result.run.id]
+            if result.state == "completed":
+                self._stats.completed(row.queue, row.attempted_at, result.at)
+            elif result.state in ("retrying", "dead"):
+                self._stats.failed(row.queue, result.at, dead=result.state == "dead")
+            elif result.error is not None and not result.give_back_attempt:
+                self._stats.failed(row.queue, result.at, dead=False)  # put back after a failure
+
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> dict[str, list[StatsPoint]]:
+        check_range(since, until, resolution)
+        with self._lock:
+            return self._stats.query(queues, since, until, resolution)
 
     # -- test helpers ----------------------------------------------------------------------
     def _debug_row(self, job_id: int) -> _Row:
