@@ -528,10 +528,10 @@ class MemoryStore(Store):
             row = self._rows[result.run.id]
             if result.state == "completed":
                 self._stats.completed(row.queue, row.attempted_at, result.at)
-            elif result.state in ("retrying", "dead"):
-                self._stats.failed(row.queue, result.at, dead=result.state == "dead")
+            elif result.state == "dead":
+                self._stats.failed(row.queue, result.at, dead=True)
             elif result.error is not None and not result.give_back_attempt:
-                self._stats.failed(row.queue, result.at, dead=False)  # put back after a failure
+                self._stats.failed(row.queue, result.at, dead=False)  # waits to run again
 
     def stats(
         self,

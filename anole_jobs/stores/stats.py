@@ -11,8 +11,8 @@ What lands where (the same rule on every store):
 - **started**: a job claimed (any state to ``running``), in the minute of its claim;
 - **completed**: a run that ended ``completed``, in the minute it ended; its run time (end
   minus claim) goes into the histogram;
-- **retried**: a run that failed and will run again (``retrying``, or a lapsed lease put back
-  to ``available``), in the minute it failed;
+- **retried**: a run that failed and will run again (``retrying`` with its error, or a lapsed
+  lease put back to ``available``), in the minute it failed;
 - **dead**: a run that failed for good (``dead``, by a failure or a lapsed lease on the last
   attempt), in the minute it ended.
 

@@ -460,12 +460,13 @@ def _bucket_case(ms: str) -> str:
 
 
 #: Which moves of a job (OLD to NEW) count, for both vendors: a claim, or the end of a run
-#: (completed, dead, retrying, or put back after a failure with the same attempt and one more
-#: error: a lapsed lease). Snoozes and drains give their attempt back and count nothing.
+#: (completed, dead, or waiting again after a failure: the same attempt and one more error, as
+#: a failure or a lapsed lease leaves it). Snoozes and drains give their attempt back and
+#: append no error, so they count nothing.
 _STAT_WHEN = (
     "(n.state = 'running' AND o.state <> 'running')"
-    " OR (o.state = 'running' AND (n.state IN ('completed', 'dead', 'retrying')"
-    " OR (n.state IN ('available', 'scheduled') AND n.attempt = o.attempt"
+    " OR (o.state = 'running' AND (n.state IN ('completed', 'dead')"
+    " OR (n.state IN ('retrying', 'available', 'scheduled') AND n.attempt = o.attempt"
     " AND {length}(n.errors) > {length}(o.errors))))"
 )
 

@@ -26,6 +26,11 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P leader``                    string  ``"<instance>|<expiry key>"``, with PX for cleanup
 ``P cron``                      hash    ``name -> "<tick key>|<last job id>"``
 ``P paused``                    hash    ``queue -> <paused-at time key>`` (claim.lua reads it)
+``P stat:<minute>:<q>``         hash    run statistics of queue q in one minute (minutes since
+                                        1970 UTC): fields `stats.STAT_COLUMNS`; expires
+                                        `stats.STATS_KEEP` after its last write
+``P statm``                     zset    the ``stat:`` keys, scored by their minute (prune and
+                                        `stats` find them there)
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -41,6 +46,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from anole_jobs.stores.stats import RUNTIME_BUCKETS_MS, STATS_KEEP
+
+#: Seconds from the time keys' origin (0001-01-01) to 1970-01-01, both UTC.
+EPOCH_SECONDS = 62_135_596_800
 #: Digits of a time key: microseconds since 0001-01-01T00:00Z (datetime.max needs 18).
 TIME_WIDTH = 18
 #: Digits of a padded id in sorted-set members (int64 needs 19).
@@ -149,6 +158,12 @@ class Keys:
     def paused(self) -> str:
         return f"{self.prefix}paused"
 
+    def stat(self, minute: int, queue: str) -> str:
+        return f"{self.prefix}stat:{minute}:{queue}"
+
+    def stat_minutes(self) -> str:
+        return f"{self.prefix}statm"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -185,6 +200,12 @@ local function K_counts() return P .. 'counts' end
 local function K_leader() return P .. 'leader' end
 local function K_cron() return P .. 'cron' end
 local function K_paused() return P .. 'paused' end
+local function K_stat(minute, queue) return P .. 'stat:' .. string.format('%d', minute) .. ':' .. queue end
+local function K_statm() return P .. 'statm' end
+-- Run statistics: seconds from 0001-01-01 (time keys) to 1970-01-01, bucket bounds (ms), keep.
+local EPOCH_SECONDS = {EPOCH_SECONDS}
+local STAT_BOUNDS = {{{", ".join(str(b) for b in RUNTIME_BUCKETS_MS)}}}
+local STATS_KEEP_SECONDS = {int(STATS_KEEP.total_seconds())}
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

@@ -53,6 +53,18 @@ from anole_jobs.stores.redis import keys
 from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, time_key
 from anole_jobs.stores.redis.listener import Listener, encode
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
+from anole_jobs.stores.stats import (
+    STAT_COLUMNS,
+    STATS_KEEP,
+    Resolution,
+    StatsPoint,
+    check_range,
+    floor_time,
+    minute_number,
+    minute_start,
+    point_from_row,
+    roll_up,
+)
 from anole_jobs.stores.wakeups import Subscription
 
 logger = logging.getLogger("anole_jobs.stores.redis")
@@ -357,6 +369,7 @@ class RedisStore(Store):
     def prune(
         self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
     ) -> int:
+        self._prune_stats(now)
         pairs: list[str] = []
         for state, horizon in horizons.items():
             if state in FINAL_STATES:  # only finished jobs have a finished_at
@@ -543,6 +556,60 @@ class RedisStore(Store):
                 self._listener = Listener(self.client, self.channel, self.wakeups, self._sender)
                 self._listener.start()
             return self._listener
+
+    # -- statistics (kept by the claim, finish and rescue scripts) ----------------------------
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> dict[str, list[StatsPoint]]:
+        check_range(since, until, resolution)
+        wanted = None if queues is None else set(queues)
+        if wanted is not None and not wanted:
+            return {}
+        first, last = minute_number(floor_time(since, resolution)), minute_number(until)
+        found = [
+            _text(key)
+            for key in self._read("zrangebyscore", self.keys.stat_minutes(), first, last)
+        ]
+        # "<prefix>stat:<minute>:<queue>": the minute is digits, so the queue is the rest.
+        named = []
+        for key in found:
+            number, _, queue = key[len(self.keys.prefix) + len("stat:") :].partition(":")
+            if wanted is None or queue in wanted:
+                named.append((key, int(number), queue))
+        pipe = self.client.pipeline(transaction=False)
+        for key, _, _ in named:
+            pipe.hmget(key, STAT_COLUMNS)
+        try:
+            rows = pipe.execute() if named else []
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise read_failed("hmget", exc, self.client) from exc
+        minutes: dict[str, dict[int, StatsPoint]] = {}
+        for (_, number, queue), values in zip(named, rows, strict=True):
+            if any(value is not None for value in values):  # expired since the range read
+                row = tuple(max(int(v), 0) if v is not None else 0 for v in values)
+                minutes.setdefault(queue, {})[number] = point_from_row(minute_start(number), row)
+        return roll_up(minutes, resolution)
+
+    def _prune_stats(self, now: datetime) -> None:
+        """Drop the minutes older than `STATS_KEEP` (their keys also expire by themselves that
+        long after their last write)."""
+        index = self.keys.stat_minutes()
+        cutoff = minute_number(now - STATS_KEEP)
+        old = self._read("zrangebyscore", index, "-inf", f"({cutoff}")
+        for start in range(0, len(old), 500):
+            chunk = old[start : start + 500]
+            pipe = self.client.pipeline(transaction=False)
+            pipe.delete(*chunk)
+            pipe.zrem(index, *chunk)
+            try:
+                pipe.execute()
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                raise write_failed("delete", exc, self.client) from exc
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:

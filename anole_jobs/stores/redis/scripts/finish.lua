@@ -24,6 +24,7 @@ for k = 0, tonumber(ARGV[2]) - 1 do
     if state == 'completed' and v[i + 8] ~= '' then set(j, 'result', v[i + 8]) end
     if sched ~= '' then set(j, 'sched', sched) end
     enter(j)
+    stat_ended(j, state, at, entry ~= '' and v[i + 7] ~= '1')
     save(j)
     out[#out + 1] = 1
   else

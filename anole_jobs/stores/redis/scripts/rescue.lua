@@ -26,6 +26,7 @@ for _, member in ipairs(lapsed) do
       set(j, 'sched', now)
     end
     enter(j)
+    stat_ended(j, j.state, now, true)
     save(j)
     for _, value in ipairs({tonumber(j.id), j.kind, j.queue, j.state}) do out[#out + 1] = value end
   else
