@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from anole_jobs.stores.stats import Resolution, StatsPoint
+from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
 
 State = Literal["scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"]
@@ -451,7 +451,7 @@ class Store(ABC):
         since: datetime,
         until: datetime,
         resolution: Resolution = "minute",
-    ) -> dict[str, list[StatsPoint]]:
+    ) -> StatsByQueue:
         """Per-queue counters of started, completed, retried and dead runs and the run-time
         histogram of the completed ones, per minute or per hour (`resolution`) from the
         minute or hour holding `since` to that holding `until`; ``{queue: [point]}`` in time

@@ -35,7 +35,12 @@ from anole_jobs.stores.base import (
     ended_ids,
     woken_queues,
 )
-from anole_jobs.stores.stats import MinuteCounters, Resolution, StatsPoint, check_range
+from anole_jobs.stores.stats import (
+    MinuteCounters,
+    Resolution,
+    StatsByQueue,
+    check_range,
+)
 
 
 @dataclass(kw_only=True)
@@ -540,7 +545,7 @@ class MemoryStore(Store):
         since: datetime,
         until: datetime,
         resolution: Resolution = "minute",
-    ) -> dict[str, list[StatsPoint]]:
+    ) -> StatsByQueue:
         check_range(since, until, resolution)
         with self._lock:
             return self._stats.query(queues, since, until, resolution)

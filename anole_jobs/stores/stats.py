@@ -178,6 +178,10 @@ class StatsPoint:
         return self.runtime_total_ms / runs if runs else None
 
 
+#: What `Store.stats` returns: ``{queue: [point, ...]}``, in time order.
+StatsByQueue = dict[str, list[StatsPoint]]
+
+
 def empty_point(at: datetime) -> StatsPoint:
     return StatsPoint(at=at)
 

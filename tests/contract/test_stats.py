@@ -17,6 +17,7 @@ from anole_jobs.stores.stats import STATS_KEEP, StatsPoint, bucket_of
 from tests.sampleapp.jobs import Work
 from tests.support.stats import clear_stats
 
+
 @pytest.fixture(autouse=True)
 def no_earlier_counters(request: Any) -> None:
     """The SQL stores' stat table is no model, so the test database's flush between tests
@@ -87,9 +88,7 @@ def test_each_move_lands_in_its_minute(env):
     ) == [True, True, True]
     store.stage(now=minute(2))
     (again,) = run(store, "default", minute(2) + timedelta(seconds=30))
-    store.finish(
-        [Finish(run=again, state="dead", at=minute(3), error=error(minute(3), 2))]
-    )
+    store.finish([Finish(run=again, state="dead", at=minute(3), error=error(minute(3), 2))])
 
     found = points(store)
     default = found["default"]
@@ -177,10 +176,20 @@ def test_snoozes_drains_and_admin_actions_count_nothing(env):
     store.finish(
         [
             # a snooze and a drain give their attempt back
-            Finish(run=a, state="scheduled", at=minute(1), scheduled_at=minute(9),
-                   give_back_attempt=True),
-            Finish(run=b, state="available", at=minute(1), scheduled_at=minute(1),
-                   give_back_attempt=True),
+            Finish(
+                run=a,
+                state="scheduled",
+                at=minute(1),
+                scheduled_at=minute(9),
+                give_back_attempt=True,
+            ),
+            Finish(
+                run=b,
+                state="available",
+                at=minute(1),
+                scheduled_at=minute(1),
+                give_back_attempt=True,
+            ),
         ]
     )
     store.cancel(inserted[2].id, now=minute(1))  # cancelled while running
@@ -204,9 +213,7 @@ def test_counters_outlive_their_jobs_and_are_pruned_by_age(env):
     later = minute(0) + STATS_KEEP + timedelta(minutes=1)
     store.finish([Finish(run=b, state="completed", at=later)])
     store.prune(now=later, horizons={})
-    found = store.stats(
-        None, since=T0 - timedelta(hours=1), until=later, resolution="minute"
-    )
+    found = store.stats(None, since=T0 - timedelta(hours=1), until=later, resolution="minute")
     assert [p.at for p in found["default"]] == [minute(1) + STATS_KEEP]
 
 
@@ -214,9 +221,7 @@ def test_the_worker_path_counts_through_the_facade(env):
     env.clock.set(T0 + timedelta(seconds=30))
     env.jobs.enqueue_many([Work(), Work(), Work(action="fail")])
     env.jobs.step()
-    found = env.store.stats(
-        None, since=T0, until=T0 + timedelta(minutes=1), resolution="minute"
-    )
+    found = env.store.stats(None, since=T0, until=T0 + timedelta(minutes=1), resolution="minute")
     (point,) = found["default"]
     assert point.at == T0
     assert (point.started, point.completed, point.retried, point.dead) == (3, 2, 1, 0)
@@ -227,7 +232,7 @@ def test_the_worker_path_counts_through_the_facade(env):
     ("kwargs", "message"),
     [
         ({"resolution": "week"}, "resolution must be"),
-        ({"since": datetime(2030, 1, 1)}, "aware"),
+        ({"since": datetime(2030, 1, 1)}, "aware"),  # noqa: DTZ001 - the point: naive
         ({"until": T0 - timedelta(days=1)}, "before since"),
     ],
 )

@@ -64,6 +64,7 @@ from anole_jobs.stores.database.ddl import (
 from anole_jobs.stores.stats import (
     STATS_KEEP,
     Resolution,
+    StatsByQueue,
     StatsPoint,
     check_range,
     floor_time,
@@ -656,7 +657,7 @@ class SQLStore(Store):
         since: datetime,
         until: datetime,
         resolution: Resolution = "minute",
-    ) -> dict[str, list[StatsPoint]]:
+    ) -> StatsByQueue:
         check_range(since, until, resolution)
         table = f'"{stat_table(self.prefix)}"'
         sums = ", ".join(f"MAX({c})" if c == "max_ms" else f"SUM({c})" for c in STAT_COLUMNS)

@@ -443,7 +443,6 @@ def result_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
 # minute). Minutes older than the store's keep are deleted at prune time.
 
 
-
 def stat_table(prefix: str) -> str:
     """The table of per-queue, per-minute run statistics."""
     return prefix + "stat"
@@ -523,7 +522,8 @@ _SQLITE_STAT_TABLE = """CREATE TABLE "{stat}" (
     PRIMARY KEY ("queue", "minute")
 ) WITHOUT ROWID"""
 
-_SQLITE_STAT_TRIGGER = """CREATE TRIGGER "{trigger}" AFTER UPDATE OF state ON "{job}" FOR EACH ROW WHEN {when}
+_SQLITE_STAT_TRIGGER = """CREATE TRIGGER "{trigger}" AFTER UPDATE OF state ON "{job}" FOR EACH ROW
+WHEN {when}
 BEGIN
     INSERT INTO "{stat}" (queue, minute, {columns})
     SELECT queue, minute, started, completed, retried, dead, COALESCE(ms, 0), COALESCE(ms, 0),

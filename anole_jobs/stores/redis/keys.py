@@ -200,7 +200,9 @@ local function K_counts() return P .. 'counts' end
 local function K_leader() return P .. 'leader' end
 local function K_cron() return P .. 'cron' end
 local function K_paused() return P .. 'paused' end
-local function K_stat(minute, queue) return P .. 'stat:' .. string.format('%d', minute) .. ':' .. queue end
+local function K_stat(minute, queue)
+  return P .. 'stat:' .. string.format('%d', minute) .. ':' .. queue
+end
 local function K_statm() return P .. 'statm' end
 -- Run statistics: seconds from 0001-01-01 (time keys) to 1970-01-01, bucket bounds (ms), keep.
 local EPOCH_SECONDS = {EPOCH_SECONDS}

@@ -57,6 +57,7 @@ from anole_jobs.stores.stats import (
     STAT_COLUMNS,
     STATS_KEEP,
     Resolution,
+    StatsByQueue,
     StatsPoint,
     check_range,
     floor_time,
@@ -565,22 +566,21 @@ class RedisStore(Store):
         since: datetime,
         until: datetime,
         resolution: Resolution = "minute",
-    ) -> dict[str, list[StatsPoint]]:
+    ) -> StatsByQueue:
         check_range(since, until, resolution)
         wanted = None if queues is None else set(queues)
         if wanted is not None and not wanted:
             return {}
         first, last = minute_number(floor_time(since, resolution)), minute_number(until)
         found = [
-            _text(key)
-            for key in self._read("zrangebyscore", self.keys.stat_minutes(), first, last)
+            _text(key) for key in self._read("zrangebyscore", self.keys.stat_minutes(), first, last)
         ]
         # "<prefix>stat:<minute>:<queue>": the minute is digits, so the queue is the rest.
         named = []
         for key in found:
-            number, _, queue = key[len(self.keys.prefix) + len("stat:") :].partition(":")
+            digits, _, queue = key[len(self.keys.prefix) + len("stat:") :].partition(":")
             if wanted is None or queue in wanted:
-                named.append((key, int(number), queue))
+                named.append((key, int(digits), queue))
         pipe = self.client.pipeline(transaction=False)
         for key, _, _ in named:
             pipe.hmget(key, STAT_COLUMNS)
