@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -207,6 +207,37 @@ def point_from_row(at: datetime, row: tuple[int, ...]) -> StatsPoint:
         runtime_max_ms=values[5],
         runtime=tuple(values[6 : 6 + BUCKETS]),
     )
+
+
+def roll_up_rows(
+    minutes: dict[str, dict[int, Sequence[int]]], resolution: Resolution
+) -> StatsByQueue:
+    """``{queue: {minute number: row}}`` (rows as `point_from_row` reads them) as
+    ``{queue: [point]}`` at `resolution`, in time order: summed as plain lists, so a day of
+    minutes costs one point per hour, not one per minute."""
+    step = _STEP[resolution] // 60
+    max_at = STAT_COLUMNS.index("max_ms")
+    out: StatsByQueue = {}
+    for queue, by_minute in minutes.items():
+        grouped: dict[int, list[int]] = {}
+        for number, row in by_minute.items():
+            start = number - number % step
+            total = grouped.get(start)
+            if total is None:
+                grouped[start] = [int(v or 0) for v in row]
+                continue
+            for index, value in enumerate(row):
+                if value:
+                    if index == max_at:
+                        total[index] = max(total[index], int(value))
+                    else:
+                        total[index] += int(value)
+        if grouped:
+            out[queue] = [
+                point_from_row(minute_start(start), tuple(grouped[start]))
+                for start in sorted(grouped)
+            ]
+    return out
 
 
 def roll_up(

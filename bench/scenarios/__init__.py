@@ -14,10 +14,21 @@ from bench.scenarios import (
     runtime,
     scaleout,
     soak,
+    stats,
     step,
 )
 
 SCENARIOS = {
     module.NAME: module
-    for module in (enqueue_one, enqueue_many, step, runtime, latency, growth, scaleout, soak)
+    for module in (
+        enqueue_one,
+        enqueue_many,
+        step,
+        runtime,
+        latency,
+        growth,
+        scaleout,
+        soak,
+        stats,
+    )
 }

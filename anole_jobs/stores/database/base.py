@@ -65,13 +65,10 @@ from anole_jobs.stores.stats import (
     STATS_KEEP,
     Resolution,
     StatsByQueue,
-    StatsPoint,
     check_range,
     floor_time,
     minute_number,
-    minute_start,
-    point_from_row,
-    roll_up,
+    roll_up_rows,
 )
 
 #: The columns every read selects, in `_record`'s order.
@@ -668,7 +665,7 @@ class SQLStore(Store):
                 return {}
             clause, extra = self.in_list("queue", queues)
             where, params = f"{where} AND {clause}", [*params, *extra]
-        minutes: dict[str, dict[int, StatsPoint]] = {}
+        minutes: dict[str, dict[int, Sequence[int]]] = {}
         rows = 0
         with self.cursor() as cursor:
             cursor.execute(
@@ -678,12 +675,10 @@ class SQLStore(Store):
             )
             for queue, minute, deltas, *values in cursor.fetchall():
                 rows += deltas
-                minutes.setdefault(queue, {})[int(minute)] = point_from_row(
-                    minute_start(int(minute)), tuple(values)
-                )
+                minutes.setdefault(queue, {})[int(minute)] = values
         if rows > STAT_FOLD_AFTER and not self.connection.in_atomic_block:
             self.fold_stats()
-        return roll_up(minutes, resolution)
+        return roll_up_rows(minutes, resolution)
 
     def prune_stats(self, now: datetime) -> None:
         """Drop the minutes older than `STATS_KEEP` (the leader's prune calls it)."""

@@ -58,13 +58,10 @@ from anole_jobs.stores.stats import (
     STATS_KEEP,
     Resolution,
     StatsByQueue,
-    StatsPoint,
     check_range,
     floor_time,
     minute_number,
-    minute_start,
-    point_from_row,
-    roll_up,
+    roll_up_rows,
 )
 from anole_jobs.stores.wakeups import Subscription
 
@@ -583,17 +580,18 @@ class RedisStore(Store):
                 named.append((key, int(digits), queue))
         pipe = self.client.pipeline(transaction=False)
         for key, _, _ in named:
-            pipe.hmget(key, STAT_COLUMNS)
+            pipe.hgetall(key)  # only the counters that moved: fewer than STAT_COLUMNS
         try:
-            rows = pipe.execute() if named else []
+            hashes = pipe.execute() if named else []
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise read_failed("hmget", exc, self.client) from exc
-        minutes: dict[str, dict[int, StatsPoint]] = {}
-        for (_, number, queue), values in zip(named, rows, strict=True):
-            if any(value is not None for value in values):  # expired since the range read
-                row = tuple(max(int(v), 0) if v is not None else 0 for v in values)
-                minutes.setdefault(queue, {})[number] = point_from_row(minute_start(number), row)
-        return roll_up(minutes, resolution)
+            raise read_failed("hgetall", exc, self.client) from exc
+        minutes: dict[str, dict[int, Sequence[int]]] = {}
+        for (_, number, queue), found in zip(named, hashes, strict=True):
+            if found:  # else it expired since the range read
+                fields = {_text(k): int(v) for k, v in found.items()}
+                row = [fields.get(column, 0) for column in STAT_COLUMNS]
+                minutes.setdefault(queue, {})[number] = row
+        return roll_up_rows(minutes, resolution)
 
     def _prune_stats(self, now: datetime) -> None:
         """Drop the minutes older than `STATS_KEEP` (their keys also expire by themselves that
