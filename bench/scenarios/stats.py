@@ -8,7 +8,8 @@ INSERT … SELECT, spread over the last day across four queues (95 % completed, 
 cancelled, run times up to 2 s), and their counters from one INSERT … SELECT grouped by queue
 and minute over those jobs: what the trigger would have written. PostgreSQL also gets 15,000
 unfolded delta rows in the current minutes (a busy minute between the leader's folds). Redis
-gets 100,000 jobs through its scripts and a day of counters written as its scripts write them.
+gets 100,000 jobs through its scripts and a day of counters written as its scripts write them
+(a hash per queue and minute, and one per queue and hour).
 The views run in this process through Django's RequestFactory, as a staff user.
 """
 
@@ -255,5 +256,10 @@ def _fill_redis(bench: Bench, n: int) -> None:
             pipe.hset(key, mapping=MINUTE)  # the fields a minute's scripts would have moved
             pipe.expire(key, int(STATS_KEEP.total_seconds()))
             pipe.zadd(inner.keys.stat_minutes(), {key: number})
+        for hour in range((last - 24 * 60) // 60, last // 60 + 1):
+            key = inner.keys.stat_hour(hour, queue)
+            pipe.hset(key, mapping={k: v if k == "max_ms" else 60 * v for k, v in MINUTE.items()})
+            pipe.expire(key, int(STATS_KEEP.total_seconds()))
+            pipe.zadd(inner.keys.stat_hours(), {key: hour})
     pipe.execute()
     client.close()

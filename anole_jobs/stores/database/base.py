@@ -668,9 +668,11 @@ class SQLStore(Store):
         minutes: dict[str, dict[int, Sequence[int]]] = {}
         rows = 0
         with self.cursor() as cursor:
+            # Summed per minute or per hour by the database: a day is 24 rows per queue.
+            start = "minute" if resolution == "minute" else "minute - minute %% 60"
             cursor.execute(
-                f"SELECT queue, minute, COUNT(*), {sums} FROM {table} WHERE {where}"
-                " GROUP BY queue, minute",
+                f"SELECT queue, {start} AS start, COUNT(*), {sums} FROM {table} WHERE {where}"
+                " GROUP BY queue, start",
                 params,
             )
             for queue, minute, deltas, *values in cursor.fetchall():

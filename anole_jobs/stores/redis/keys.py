@@ -29,8 +29,10 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P stat:<minute>:<q>``         hash    run statistics of queue q in one minute (minutes since
                                         1970 UTC): fields `stats.STAT_COLUMNS`; expires
                                         `stats.STATS_KEEP` after its last write
-``P statm``                     zset    the ``stat:`` keys, scored by their minute (prune and
-                                        `stats` find them there)
+``P stath:<hour>:<q>``          hash    the same summed over one hour (hours since 1970 UTC),
+                                        kept with each minute's: a day is 24 reads, not 1,440
+``P statm`` / ``P stath``       zset    the ``stat:`` / ``stath:`` keys, scored by their minute
+                                        / hour (prune and `stats` find them there)
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -161,8 +163,14 @@ class Keys:
     def stat(self, minute: int, queue: str) -> str:
         return f"{self.prefix}stat:{minute}:{queue}"
 
+    def stat_hour(self, hour: int, queue: str) -> str:
+        return f"{self.prefix}stath:{hour}:{queue}"
+
     def stat_minutes(self) -> str:
         return f"{self.prefix}statm"
+
+    def stat_hours(self) -> str:
+        return f"{self.prefix}stath"
 
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
@@ -203,7 +211,11 @@ local function K_paused() return P .. 'paused' end
 local function K_stat(minute, queue)
   return P .. 'stat:' .. string.format('%d', minute) .. ':' .. queue
 end
+local function K_stath(hour, queue)
+  return P .. 'stath:' .. string.format('%d', hour) .. ':' .. queue
+end
 local function K_statm() return P .. 'statm' end
+local function K_stathm() return P .. 'stath' end
 -- Run statistics: seconds from 0001-01-01 (time keys) to 1970-01-01, bucket bounds (ms), keep.
 local EPOCH_SECONDS = {EPOCH_SECONDS}
 local STAT_BOUNDS = {{{", ".join(str(b) for b in RUNTIME_BUCKETS_MS)}}}

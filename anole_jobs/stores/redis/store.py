@@ -569,15 +569,20 @@ class RedisStore(Store):
         if wanted is not None and not wanted:
             return {}
         first, last = minute_number(floor_time(since, resolution)), minute_number(until)
+        # Per hour, the hour hashes: a day is 24 reads per queue, not 1,440.
+        per = 60 if resolution == "hour" else 1
+        index, kind = (
+            (self.keys.stat_hours(), "stath:") if per == 60 else (self.keys.stat_minutes(), "stat:")
+        )
         found = [
-            _text(key) for key in self._read("zrangebyscore", self.keys.stat_minutes(), first, last)
+            _text(key) for key in self._read("zrangebyscore", index, first // per, last // per)
         ]
-        # "<prefix>stat:<minute>:<queue>": the minute is digits, so the queue is the rest.
+        # "<prefix>stat:<number>:<queue>": the number is digits, so the queue is the rest.
         named = []
         for key in found:
-            digits, _, queue = key[len(self.keys.prefix) + len("stat:") :].partition(":")
+            digits, _, queue = key[len(self.keys.prefix) + len(kind) :].partition(":")
             if wanted is None or queue in wanted:
-                named.append((key, int(digits), queue))
+                named.append((key, int(digits) * per, queue))
         pipe = self.client.pipeline(transaction=False)
         for key, _, _ in named:
             pipe.hgetall(key)  # only the counters that moved: fewer than STAT_COLUMNS
@@ -596,18 +601,19 @@ class RedisStore(Store):
     def _prune_stats(self, now: datetime) -> None:
         """Drop the minutes older than `STATS_KEEP` (their keys also expire by themselves that
         long after their last write)."""
-        index = self.keys.stat_minutes()
         cutoff = minute_number(now - STATS_KEEP)
-        old = self._read("zrangebyscore", index, "-inf", f"({cutoff}")
-        for start in range(0, len(old), 500):
-            chunk = old[start : start + 500]
-            pipe = self.client.pipeline(transaction=False)
-            pipe.delete(*chunk)
-            pipe.zrem(index, *chunk)
-            try:
-                pipe.execute()
-            except (RedisConnectionError, RedisTimeoutError) as exc:
-                raise write_failed("delete", exc, self.client) from exc
+        indexes = ((self.keys.stat_minutes(), cutoff), (self.keys.stat_hours(), cutoff // 60))
+        for index, oldest in indexes:
+            old = self._read("zrangebyscore", index, "-inf", f"({oldest}")
+            for start in range(0, len(old), 500):
+                chunk = old[start : start + 500]
+                pipe = self.client.pipeline(transaction=False)
+                pipe.delete(*chunk)
+                pipe.zrem(index, *chunk)
+                try:
+                    pipe.execute()
+                except (RedisConnectionError, RedisTimeoutError) as exc:
+                    raise write_failed("delete", exc, self.client) from exc
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:

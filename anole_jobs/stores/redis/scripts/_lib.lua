@@ -108,7 +108,7 @@ local function stat_add(queue, tkey, field, n)
   local key = K_stat(minute, queue)
   local entry = stats[key]
   if not entry then
-    entry = {minute = minute, fields = {}, max = -1}
+    entry = {minute = minute, queue = queue, fields = {}, max = -1}
     stats[key] = entry
   end
   entry.fields[field] = (entry.fields[field] or 0) + n
@@ -144,15 +144,21 @@ local function stat_ended(j, state, at, failed)
   end
 end
 
+-- Each minute's counters also go to its hour's hash (a day then reads 24 hashes per queue).
 local function flush_stats()
   for key, entry in pairs(stats) do
-    for field, n in pairs(entry.fields) do redis.call('HINCRBY', key, field, n) end
-    if entry.max >= 0 then
-      local old = tonumber(redis.call('HGET', key, 'max_ms') or '-1')
-      if entry.max > old then redis.call('HSET', key, 'max_ms', entry.max) end
+    local hour = math.floor(entry.minute / 60)
+    local hour_key = K_stath(hour, entry.queue)
+    for _, target in ipairs({key, hour_key}) do
+      for field, n in pairs(entry.fields) do redis.call('HINCRBY', target, field, n) end
+      if entry.max >= 0 then
+        local old = tonumber(redis.call('HGET', target, 'max_ms') or '-1')
+        if entry.max > old then redis.call('HSET', target, 'max_ms', entry.max) end
+      end
+      redis.call('EXPIRE', target, STATS_KEEP_SECONDS)
     end
-    redis.call('EXPIRE', key, STATS_KEEP_SECONDS)
     redis.call('ZADD', K_statm(), entry.minute, key)
+    redis.call('ZADD', K_stathm(), hour, hour_key)
   end
   stats = {}
 end
