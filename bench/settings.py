@@ -38,7 +38,9 @@ SECRET_KEY = "bench-only"
 USE_TZ = True
 TIME_ZONE = "UTC"
 DEBUG = False
-INSTALLED_APPS = ["anole_jobs", "bench"]
+# auth and contenttypes: the dashboard's views (the stats scenario times them) import auth.
+INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "anole_jobs", "bench"]
+ROOT_URLCONF = "bench.urls"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 SQLITE = {

@@ -126,6 +126,49 @@ SCHEMAS: dict[str, Any] = {
             }
         },
     },
+    "StatsPoint": {
+        "type": "object",
+        "description": "One minute or hour (or the period's total). Failed = retried + dead; "
+        "run times are of completed runs, in ms: a percentile is the upper bound of the "
+        "histogram bucket holding it (never more than max); null without completed runs.",
+        "required": ["at", "started", "completed", "failed", "retried", "dead", "runtime_ms"],
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            **{
+                name: {"type": "integer"}
+                for name in ("started", "completed", "failed", "retried", "dead")
+            },
+            "runtime_ms": {
+                "type": "object",
+                "properties": {
+                    name: {"type": ["number", "null"]}
+                    for name in ("p50", "p95", "p99", "mean", "max")
+                },
+            },
+        },
+    },
+    "StatsSeries": {
+        "type": "object",
+        "properties": {
+            "queue": {"type": ["string", "null"], "description": "null: every queue summed."},
+            "total": {"$ref": "#/components/schemas/StatsPoint"},
+            "points": {"type": "array", "items": {"$ref": "#/components/schemas/StatsPoint"}},
+        },
+    },
+    "Stats": {
+        "type": "object",
+        "required": ["period", "resolution", "since", "until", "overall", "queues"],
+        "properties": {
+            "period": {"type": "string", "enum": ["hour", "day"]},
+            "resolution": {"type": "string", "enum": ["minute", "hour"]},
+            "since": {"type": "string", "format": "date-time"},
+            "until": {"type": "string", "format": "date-time"},
+            "step_seconds": {"type": "integer"},
+            "runtime_buckets_ms": {"type": "array", "items": {"type": "integer"}},
+            "overall": {"$ref": "#/components/schemas/StatsSeries"},
+            "queues": {"type": "array", "items": {"$ref": "#/components/schemas/StatsSeries"}},
+        },
+    },
     "OpenAPI": {"type": "object", "description": "This document."},
     "Error": {
         "type": "object",

@@ -136,6 +136,22 @@ LIST_FILTERS = (
     ),
 )
 
+STATS_PARAMS = (
+    Param(
+        name="queue",
+        location="query",
+        description="Only this queue (default: every queue, each and summed).",
+        schema={"type": "string", "minLength": 1},
+    ),
+    Param(
+        name="period",
+        location="query",
+        description="`hour`: one point per minute over the last hour (the default); `day`: "
+        "one point per hour over the last day.",
+        schema={"type": "string", "enum": ["hour", "day"], "default": "hour"},
+    ),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route(
         path="jobs",
@@ -205,6 +221,21 @@ ROUTES: tuple[Route, ...] = (
                 handler="get_counts",
                 summary="Jobs counted per queue and state",
                 body="Counts",
+            ),
+        ),
+    ),
+    Route(
+        path="stats",
+        name="stats",
+        operations=(
+            Operation(
+                method="GET",
+                handler="get_stats",
+                summary="Jobs started, completed and failed, and run-time percentiles, per "
+                "minute over the last hour or per hour over the last day",
+                body="Stats",
+                errors=(400,),
+                query=STATS_PARAMS,
             ),
         ),
     ),

@@ -25,6 +25,7 @@ from anole_jobs.admin_api import openapi, payloads
 from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
 from anole_jobs.operations import actions
+from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import fetch_page, parse_listing
 from anole_jobs.operations.permissions import Access, access
@@ -78,6 +79,11 @@ def cancel_job(request: HttpRequest, job_id: str) -> Answer:
 
 def get_counts(request: HttpRequest) -> Answer:
     return 200, payloads.counts(jobs.counts())
+
+
+def get_stats(request: HttpRequest) -> Answer:
+    query = run_stats.parse_stats(dict(request.GET.lists()))
+    return 200, run_stats.as_json(run_stats.read_stats(query))
 
 
 def list_cron(request: HttpRequest) -> Answer:
@@ -142,6 +148,7 @@ HANDLERS: dict[str, Handler] = {
         retry_job,
         cancel_job,
         get_counts,
+        get_stats,
         list_cron,
         trigger_cron,
         list_queues,

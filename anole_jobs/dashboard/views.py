@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
@@ -38,24 +37,23 @@ from django.views.decorators.http import require_GET, require_POST
 from anole_jobs.api import jobs
 from anole_jobs.dashboard.access import refuse
 from anole_jobs.dashboard.render import live_script, messages_on, render, render_partial
+from anole_jobs.dashboard.statcharts import throughput_chart
 from anole_jobs.operations import actions
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.ids import parse_job_id
-from anole_jobs.operations.listing import Listing, each_page, fetch_page, parse_listing
+from anole_jobs.operations.listing import fetch_page, parse_listing
 from anole_jobs.operations.permissions import Access, access
 from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_of
-from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
+from anole_jobs.operations.stats import StatsQuery, read_stats
+from anole_jobs.stores.base import STATES, JobRecord
+from anole_jobs.stores.stats import StatsPoint
 
 PAGE_SIZE = 50
 #: How often a live page fetches its table again, in seconds (while its tab is visible).
 REFRESH_SECONDS = 5
 #: The query parameter of a live page's refresh: answer the table region only.
 PARTIAL = "partial"
-#: How many finished jobs per state the queue page reads to count the last hour's runs.
-THROUGHPUT_SCAN = 5_000
-#: One short of the stores' cap, so each page's one-more read stays a single read.
-SCAN_PAGE = LIST_LIMIT_MAX - 1
 WAITING = ("pending", "scheduled", "available", "retrying")
 FINISHED = ("completed", "dead", "cancelled")
 NOTICES = {
@@ -150,33 +148,17 @@ def live_js(request: HttpRequest) -> HttpResponse:
 
 
 # -- queues ----------------------------------------------------------------------------------
-def _finished_since(since: datetime) -> tuple[dict[str, dict[str, int]], bool]:
-    """``{queue: {state: n}}`` of jobs finished since `since`, and whether the scan was cut."""
-    counts: dict[str, dict[str, int]] = {}
-    capped = False
-    for state in FINISHED:
-        seen = 0
-        for page in each_page(Listing(state=state, limit=SCAN_PAGE)):
-            for record in page.records:
-                if record.finished_at is not None and record.finished_at >= since:
-                    per_queue = counts.setdefault(record.queue, {})
-                    per_queue[state] = per_queue.get(state, 0) + 1
-            seen += len(page.records)
-            if page.more and seen >= THROUGHPUT_SCAN:
-                capped = True
-                break
-    return counts, capped
-
-
 @require_GET
 @dashboard_view
 def queues(request: HttpRequest) -> HttpResponse:
     now = clock_now()
-    finished, capped = _finished_since(now - timedelta(hours=1))
+    # The last hour's runs from the counters the store keeps per minute, not a scan of jobs.
+    report = read_stats(StatsQuery(period="hour"), now=now)
+    finished = {series.queue: series.total for series in report.queues}
     rows = []
     for queue in jobs.queues():
         counts = dict(queue.counts)
-        done = finished.get(queue.name, {})
+        done = finished.get(queue.name) or StatsPoint(at=report.since)
         rows.append(
             {
                 "name": queue.name,
@@ -184,8 +166,8 @@ def queues(request: HttpRequest) -> HttpResponse:
                 "depth": sum(counts.get(state, 0) for state in WAITING),
                 "running": counts.get("running", 0),
                 "counts": [(state, counts.get(state, 0)) for state in STATES],
-                "completed_last_hour": done.get("completed", 0),
-                "failed_last_hour": done.get("dead", 0),
+                "completed_last_hour": done.completed,
+                "failed_last_hour": done.failed,
             }
         )
     context = {
@@ -193,7 +175,7 @@ def queues(request: HttpRequest) -> HttpResponse:
         "section": "queues",
         "queues": rows,
         "states": STATES,
-        "capped": capped,
+        "throughput_chart": throughput_chart(report, report.overall),
         "now": now,
         "refresh": REFRESH_SECONDS,
         "notice": _notice(request),

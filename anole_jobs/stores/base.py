@@ -50,6 +50,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from anole_jobs.limits import Limits, RuntimeLimits
+from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
 
 State = Literal[
@@ -551,6 +552,24 @@ class Store(ABC):
         """``{step name: result}`` of the completed dependencies of step `job_id` (results
         as JSON values, None when the handler returned None)."""
         raise NotImplementedError(f"the {self.name} store has no workflows")
+
+    # -- statistics --------------------------------------------------------------------------
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> StatsByQueue:
+        """Per-queue counters of started, completed, retried and dead runs and the run-time
+        histogram of the completed ones, per minute or per hour (`resolution`) from the
+        minute or hour holding `since` to that holding `until`; ``{queue: [point]}`` in time
+        order, for `queues` (every queue with counters when None). Periods with nothing
+        counted are left out. The store keeps the counters in the same writes that move the
+        jobs (see `anole_jobs.stores.stats` for what counts where), so this reads minutes,
+        never jobs. Minutes older than `STATS_KEEP` may be gone."""
+        raise NotImplementedError(f"the {self.name} store keeps no statistics")
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -42,6 +42,12 @@ from anole_jobs.stores.base import (
     ended_ids,
     woken_queues,
 )
+from anole_jobs.stores.stats import (
+    MinuteCounters,
+    Resolution,
+    StatsByQueue,
+    check_range,
+)
 
 
 @dataclass(kw_only=True)
@@ -155,6 +161,8 @@ class MemoryStore(Store):
         # counts() does not walk every job (the SQL stores' triggers do the same).
         self._counts: dict[str, dict[str, int]] = {}
         self._workflows: dict[str, _Workflow] = {}
+        # Per-queue, per-minute run statistics, kept under the lock with the moves they count.
+        self._stats = MinuteCounters()
 
     # -- helpers ---------------------------------------------------------------------------
     def _set_state(self, row: _Row, state: State) -> None:
@@ -298,6 +306,7 @@ class MemoryStore(Store):
                 row.attempted_at = now
                 row.lease_until = lease_until
                 row.claimed_by = worker
+                self._stats.started(row.queue, now)
                 claimed.append(
                     ClaimedJob(
                         record=row.record(),
@@ -321,6 +330,7 @@ class MemoryStore(Store):
         settled = _Settled()
         with self._lock:
             written = [self._finish_one(result, settled) for result in results]
+            self._count_runs(results, written)
         if self.waits_for_finished():
             self.wake_finished([*ended_ids(results, written), *settled.ended])
         self._wake_now(settled.queues)
@@ -391,6 +401,7 @@ class MemoryStore(Store):
                     ).as_json()
                 )
                 row.lease_until = None
+                self._stats.failed(row.queue, now, dead=row.attempt >= row.max_attempts)
                 if row.attempt >= row.max_attempts:
                     self._set_state(row, "dead")
                     row.finished_at = now
@@ -423,6 +434,7 @@ class MemoryStore(Store):
                     del self._unique[row.unique_key]
                 if row.step is not None:
                     self._forget_step(row)
+            self._stats.prune(now)
             return len(doomed)
 
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
@@ -748,6 +760,32 @@ class MemoryStore(Store):
         known = self._workflows.get(row.step.workflow_id)
         if known is not None and not any(i in self._rows for i in known.ids):
             del self._workflows[row.step.workflow_id]
+
+    # -- statistics --------------------------------------------------------------------------
+    def _count_runs(self, results: Sequence[Finish], written: Sequence[bool]) -> None:
+        """Count the runs a `finish` batch ended (under the lock, after the writes)."""
+        for result, ok in zip(results, written, strict=True):
+            if not ok:
+                continue
+            row = self._rows[result.run.id]
+            if result.state == "completed":
+                self._stats.completed(row.queue, row.attempted_at, result.at)
+            elif result.state == "dead":
+                self._stats.failed(row.queue, result.at, dead=True)
+            elif result.error is not None and not result.give_back_attempt:
+                self._stats.failed(row.queue, result.at, dead=False)  # waits to run again
+
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> StatsByQueue:
+        check_range(since, until, resolution)
+        with self._lock:
+            return self._stats.query(queues, since, until, resolution)
 
     # -- test helpers ----------------------------------------------------------------------
     def _debug_row(self, job_id: int) -> _Row:

@@ -15,6 +15,7 @@ from bench.scenarios import (
     runtime,
     scaleout,
     soak,
+    stats,
     step,
 )
 
@@ -30,5 +31,6 @@ SCENARIOS = {
         scaleout,
         soak,
         processes,
+        stats,
     )
 }

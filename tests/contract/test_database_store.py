@@ -199,11 +199,13 @@ def test_a_custom_prefix_keeps_the_migration_clean_and_matches_the_ddl(tmp_path:
         "custom_workflow",
         "custom_dependency",
         "custom_limit",
+        "custom_stat",
     }
     assert {name for kind, name, _, _ in schema if kind == "trigger"} == {
         "custom_count_insert",
         "custom_count_update",
         "custom_count_delete",
+        "custom_stat_runs",
     }
     assert schema == sqlite_schema(ddl_database(tmp_path / "ddl.sqlite3", "custom_"), "custom_")
 
@@ -225,6 +227,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0004_result",
             "0005_workflows",
             "0006_limits",
+            "0007_stats",
         ]
 
 
@@ -293,8 +296,8 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
             cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 51 and len(expected["indexes"]) == 24
-    assert len(expected["triggers"]) == 4 and len(expected["functions"]) == 1
+    assert len(expected["columns"]) == 79 and len(expected["indexes"]) == 26
+    assert len(expected["triggers"]) == 5 and len(expected["functions"]) == 2
     assert built == expected
 
 

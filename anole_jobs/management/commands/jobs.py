@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
 from anole_jobs.operations import actions
+from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.ids import parse_job_id
@@ -92,6 +93,51 @@ def last_error(record: JobRecord) -> str:
     return shorten(f"{error.get('type', '')}: {error.get('message', '')}")
 
 
+def add_stats_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--queue",
+        type=argument(lambda text: run_stats.parse_stats({"queue": [text]}).queue),
+        help="only this queue (default: every queue)",
+    )
+    command.add_argument(
+        "--period",
+        choices=tuple(run_stats.PERIODS),
+        default=run_stats.DEFAULT_PERIOD,
+        help="hour: per minute over the last hour (default); day: per hour over the last day",
+    )
+
+
+def stats_text(report: run_stats.StatsReport) -> str:
+    """The totals per queue, then every minute or hour of all of them."""
+    span = "the last hour, per minute" if report.period == "hour" else "the last day, per hour"
+
+    def counters(point: Any) -> tuple[object, ...]:
+        p = run_stats.percentiles(point)
+        return (
+            point.started,
+            point.completed,
+            point.failed,
+            point.retried,
+            point.dead,
+            run_stats.milliseconds(p["p50"]),
+            run_stats.milliseconds(p["p95"]),
+            run_stats.milliseconds(p["p99"]),
+        )
+
+    names = ("STARTED", "COMPLETED", "FAILED", "RETRIED", "DEAD", "P50", "P95", "P99")
+    totals = [(s.queue, *counters(s.total)) for s in report.queues]
+    if len(report.queues) != 1:
+        totals.append(("(all)", *counters(report.overall.total)))
+    fmt = "%H:%M" if report.period == "hour" else "%m-%d %H:00"
+    rows = [(p.at.strftime(fmt), *counters(p)) for p in report.overall.points]
+    return (
+        f"{span} (UTC), until {report.until.isoformat(timespec='seconds')}\n"
+        + table(("QUEUE", *names), totals)
+        + "\n\n"
+        + table(("TIME", *names), rows)
+    )
+
+
 def _constant(text: str) -> Callable[[], str]:
     return lambda: text
 
@@ -144,6 +190,7 @@ class Command(BaseCommand):
             )
         sub("cron", "the CRON entries with their next and last ticks")
         sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
+        add_stats_arguments(sub("stats", "jobs started, completed and failed; run times"))
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options.get("json"))
@@ -362,3 +409,8 @@ class Command(BaseCommand):
                 + ("" if result.inserted else " (a unique duplicate: the job already waiting)")
             ),
         )
+
+    def do_stats(self, options: dict[str, Any]) -> None:
+        query = run_stats.StatsQuery(queue=options["queue"], period=options["period"])
+        report = run_stats.read_stats(query)
+        self.emit(run_stats.as_json(report), lambda: stats_text(report))

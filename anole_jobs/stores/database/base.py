@@ -59,9 +59,24 @@ from anole_jobs.stores.base import (
     ended_ids,
 )
 from anole_jobs.stores.database import workflows
-from anole_jobs.stores.database.ddl import channel, done_channel, tables
+from anole_jobs.stores.database.ddl import (
+    STAT_COLUMNS,
+    channel,
+    done_channel,
+    stat_table,
+    tables,
+)
 from anole_jobs.stores.database.limits import SQLLimits
 from anole_jobs.stores.database.workflows import Settled
+from anole_jobs.stores.stats import (
+    STATS_KEEP,
+    Resolution,
+    StatsByQueue,
+    check_range,
+    floor_time,
+    minute_number,
+    roll_up_rows,
+)
 
 #: The columns every read selects, in `_record`'s order.
 COLUMNS = (
@@ -93,6 +108,8 @@ INSERT_ROUNDS = 8
 #: Rows of the count table past which `counts()` folds them (PostgreSQL's deltas): reading a
 #: thousand small rows costs well under a millisecond, folding them one short transaction.
 FOLD_AFTER = 1_000
+#: Delta rows of the stat table a `stats()` read sums past which it folds them (PostgreSQL).
+STAT_FOLD_AFTER = 20_000
 
 
 def literals(states: Collection[str]) -> str:
@@ -433,6 +450,7 @@ class SQLStore(SQLLimits, Store):
                 workflows.forget_steps(self, cursor, rows)
         if not self.connection.in_atomic_block:
             self.fold_counts()  # the leader's periodic duty keeps the count table small
+        self.prune_stats(now)
         return pruned
 
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
@@ -710,6 +728,55 @@ class SQLStore(SQLLimits, Store):
             transaction.on_commit(lambda: self.wake_finished(job_ids), using=self.alias)
         else:
             self.wake_finished(job_ids)
+
+    # -- statistics (kept by a trigger, see ddl.stat_statements) ---------------------------
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> StatsByQueue:
+        check_range(since, until, resolution)
+        table = f'"{stat_table(self.prefix)}"'
+        sums = ", ".join(f"MAX({c})" if c == "max_ms" else f"SUM({c})" for c in STAT_COLUMNS)
+        params: list[Any] = [minute_number(floor_time(since, resolution)), minute_number(until)]
+        where = "minute >= %s AND minute <= %s"
+        if queues is not None:
+            if not queues:
+                return {}
+            clause, extra = self.in_list("queue", queues)
+            where, params = f"{where} AND {clause}", [*params, *extra]
+        minutes: dict[str, dict[int, Sequence[int]]] = {}
+        rows = 0
+        with self.cursor() as cursor:
+            # Summed per minute or per hour by the database: a day is 24 rows per queue.
+            start = "minute" if resolution == "minute" else "minute - minute %% 60"
+            cursor.execute(
+                f"SELECT queue, {start} AS start, COUNT(*), {sums} FROM {table} WHERE {where}"
+                " GROUP BY queue, start",
+                params,
+            )
+            for queue, minute, deltas, *values in cursor.fetchall():
+                rows += deltas
+                minutes.setdefault(queue, {})[int(minute)] = values
+        if rows > STAT_FOLD_AFTER and not self.connection.in_atomic_block:
+            self.fold_stats()
+        return roll_up_rows(minutes, resolution)
+
+    def prune_stats(self, now: datetime) -> None:
+        """Drop the minutes older than `STATS_KEEP` (the leader's prune calls it)."""
+        with self.cursor() as cursor:
+            cursor.execute(
+                f'DELETE FROM "{stat_table(self.prefix)}" WHERE minute < %s',
+                [minute_number(now - STATS_KEEP)],
+            )
+        if not self.connection.in_atomic_block:
+            self.fold_stats()
+
+    def fold_stats(self) -> None:  # noqa: B027 - only PostgreSQL keeps deltas
+        """Fold the statistics' delta rows (PostgreSQL): nothing to do on SQLite."""
 
 
 def _distinct_chunks(results: Sequence[Finish]) -> Iterator[list[Finish]]:

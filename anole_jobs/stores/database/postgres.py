@@ -40,6 +40,7 @@ from anole_jobs.stores.database.base import (
     encode_json,
     insert_values,
 )
+from anole_jobs.stores.database.ddl import STAT_COLUMNS, stat_table
 from anole_jobs.stores.database.pg_session import AdvisoryLeadership, Listener
 from anole_jobs.stores.wakeups import Subscription
 
@@ -385,6 +386,27 @@ class PostgresStore(SQLStore):
                 " RETURNING c.queue, c.state, c.n)"
                 f" INSERT INTO {table} (queue, state, n)"
                 " SELECT queue, state, SUM(n) FROM gone GROUP BY 1, 2 HAVING SUM(n) <> 0",
+                [self.fold_limit],
+            )
+
+    # -- statistics ------------------------------------------------------------------------
+    def fold_stats(self) -> None:
+        # As fold_counts: delete the delta rows of the (queue, minute) pairs that have several
+        # and insert their sums, taking only rows no other fold holds (SKIP LOCKED).
+        table = f'"{stat_table(self.prefix)}"'
+        columns = ", ".join(STAT_COLUMNS)
+        sums = ", ".join(f"MAX({c})" if c == "max_ms" else f"SUM({c})" for c in STAT_COLUMNS)
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"WITH many AS (SELECT queue, minute FROM {table} GROUP BY 1, 2"
+                " HAVING COUNT(*) > 1),"
+                f" picked AS MATERIALIZED (SELECT s.id FROM {table} AS s JOIN many"
+                " ON s.queue = many.queue AND s.minute = many.minute"
+                " LIMIT %s FOR UPDATE OF s SKIP LOCKED),"
+                f" gone AS (DELETE FROM {table} AS s USING picked WHERE s.id = picked.id"
+                " RETURNING s.*)"
+                f" INSERT INTO {table} (queue, minute, {columns})"
+                f" SELECT queue, minute, {sums} FROM gone GROUP BY 1, 2",
                 [self.fold_limit],
             )
 

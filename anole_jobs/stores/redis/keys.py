@@ -34,6 +34,13 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
                                         dropped once no longer running
 ``P lw:<len(q)>:<q>:<part>``    zset    claim times (epoch seconds) of q's partition ``part``
                                         in its rate window; expires with the window
+``P stat:<minute>:<q>``         hash    run statistics of queue q in one minute (minutes since
+                                        1970 UTC): fields `stats.STAT_COLUMNS`; expires
+                                        `stats.STATS_KEEP` after its last write
+``P stath:<hour>:<q>``          hash    the same summed over one hour (hours since 1970 UTC),
+                                        kept with each minute's: a day is 24 reads, not 1,440
+``P statm`` / ``P stath``       zset    the ``stat:`` / ``stath:`` keys, scored by their minute
+                                        / hour (prune and `stats` find them there)
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -53,6 +60,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from anole_jobs.stores.stats import RUNTIME_BUCKETS_MS, STATS_KEEP
+
+#: Seconds from the time keys' origin (0001-01-01) to 1970-01-01, both UTC.
+EPOCH_SECONDS = 62_135_596_800
 #: Digits of a time key: microseconds since 0001-01-01T00:00Z (datetime.max needs 18).
 TIME_WIDTH = 18
 #: Digits of a padded id in sorted-set members (int64 needs 19).
@@ -181,6 +192,18 @@ class Keys:
     def limit_window(self, queue: str, partition: str) -> str:
         return f"{self.prefix}lw:{len(queue.encode())}:{queue}:{partition}"
 
+    def stat(self, minute: int, queue: str) -> str:
+        return f"{self.prefix}stat:{minute}:{queue}"
+
+    def stat_hour(self, hour: int, queue: str) -> str:
+        return f"{self.prefix}stath:{hour}:{queue}"
+
+    def stat_minutes(self) -> str:
+        return f"{self.prefix}statm"
+
+    def stat_hours(self) -> str:
+        return f"{self.prefix}stath"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -223,6 +246,18 @@ local function K_dn(id) return P .. 'dn:' .. id end
 local function K_limits() return P .. 'limits' end
 local function K_lr(queue) return P .. 'lr:' .. #queue .. ':' .. queue end
 local function K_lw(queue, part) return P .. 'lw:' .. #queue .. ':' .. queue .. ':' .. part end
+local function K_stat(minute, queue)
+  return P .. 'stat:' .. string.format('%d', minute) .. ':' .. queue
+end
+local function K_stath(hour, queue)
+  return P .. 'stath:' .. string.format('%d', hour) .. ':' .. queue
+end
+local function K_statm() return P .. 'statm' end
+local function K_stathm() return P .. 'stath' end
+-- Run statistics: seconds from 0001-01-01 (time keys) to 1970-01-01, bucket bounds (ms), keep.
+local EPOCH_SECONDS = {EPOCH_SECONDS}
+local STAT_BOUNDS = {{{", ".join(str(b) for b in RUNTIME_BUCKETS_MS)}}}
+local STATS_KEEP_SECONDS = {int(STATS_KEEP.total_seconds())}
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

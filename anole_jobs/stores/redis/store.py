@@ -59,6 +59,16 @@ from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, ti
 from anole_jobs.stores.redis.limits import RedisLimits
 from anole_jobs.stores.redis.listener import Listener, encode
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
+from anole_jobs.stores.stats import (
+    STAT_COLUMNS,
+    STATS_KEEP,
+    Resolution,
+    StatsByQueue,
+    check_range,
+    floor_time,
+    minute_number,
+    roll_up_rows,
+)
 from anole_jobs.stores.wakeups import Subscription
 
 logger = logging.getLogger("anole_jobs.stores.redis")
@@ -376,6 +386,7 @@ class RedisStore(RedisLimits, Store):
     def prune(
         self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
     ) -> int:
+        self._prune_stats(now)
         pairs: list[str] = []
         for state, horizon in horizons.items():
             if state in FINAL_STATES:  # only finished jobs have a finished_at
@@ -637,6 +648,66 @@ class RedisStore(RedisLimits, Store):
                 self._listener = Listener(self.client, self.channel, self.wakeups, self._sender)
                 self._listener.start()
             return self._listener
+
+    # -- statistics (kept by the claim, finish and rescue scripts) ----------------------------
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> StatsByQueue:
+        check_range(since, until, resolution)
+        wanted = None if queues is None else set(queues)
+        if wanted is not None and not wanted:
+            return {}
+        first, last = minute_number(floor_time(since, resolution)), minute_number(until)
+        # Per hour, the hour hashes: a day is 24 reads per queue, not 1,440.
+        per = 60 if resolution == "hour" else 1
+        index, kind = (
+            (self.keys.stat_hours(), "stath:") if per == 60 else (self.keys.stat_minutes(), "stat:")
+        )
+        found = [
+            _text(key) for key in self._read("zrangebyscore", index, first // per, last // per)
+        ]
+        # "<prefix>stat:<number>:<queue>": the number is digits, so the queue is the rest.
+        named = []
+        for key in found:
+            digits, _, queue = key[len(self.keys.prefix) + len(kind) :].partition(":")
+            if wanted is None or queue in wanted:
+                named.append((key, int(digits) * per, queue))
+        pipe = self.client.pipeline(transaction=False)
+        for key, _, _ in named:
+            pipe.hgetall(key)  # only the counters that moved: fewer than STAT_COLUMNS
+        try:
+            hashes = pipe.execute() if named else []
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise read_failed("hgetall", exc, self.client) from exc
+        minutes: dict[str, dict[int, Sequence[int]]] = {}
+        for (_, number, queue), found in zip(named, hashes, strict=True):
+            if found:  # else it expired since the range read
+                fields = {_text(k): int(v) for k, v in found.items()}
+                row = [fields.get(column, 0) for column in STAT_COLUMNS]
+                minutes.setdefault(queue, {})[number] = row
+        return roll_up_rows(minutes, resolution)
+
+    def _prune_stats(self, now: datetime) -> None:
+        """Drop the minutes older than `STATS_KEEP` (their keys also expire by themselves that
+        long after their last write)."""
+        cutoff = minute_number(now - STATS_KEEP)
+        indexes = ((self.keys.stat_minutes(), cutoff), (self.keys.stat_hours(), cutoff // 60))
+        for index, oldest in indexes:
+            old = self._read("zrangebyscore", index, "-inf", f"({oldest}")
+            for start in range(0, len(old), 500):
+                chunk = old[start : start + 500]
+                pipe = self.client.pipeline(transaction=False)
+                pipe.delete(*chunk)
+                pipe.zrem(index, *chunk)
+                try:
+                    pipe.execute()
+                except (RedisConnectionError, RedisTimeoutError) as exc:
+                    raise write_failed("delete", exc, self.client) from exc
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:

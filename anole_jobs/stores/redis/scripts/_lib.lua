@@ -98,7 +98,73 @@ local function chunked(command, key, items, step)
   end
 end
 
+-- Run statistics (anole_jobs.stores.stats): counters per (queue, minute), buffered like the
+-- counts and written by flush() once per key, which then expires STATS_KEEP after its last
+-- write. `tkey` is a time key (microseconds since 0001-01-01, as a string).
+local stats = {}
+local function tkey_seconds(tkey) return tonumber(string.sub(tkey, 1, -7)) end
+local function stat_add(queue, tkey, field, n)
+  local minute = math.floor((tkey_seconds(tkey) - EPOCH_SECONDS) / 60)
+  local key = K_stat(minute, queue)
+  local entry = stats[key]
+  if not entry then
+    entry = {minute = minute, queue = queue, fields = {}, max = -1}
+    stats[key] = entry
+  end
+  entry.fields[field] = (entry.fields[field] or 0) + n
+  return entry
+end
+
+-- A run of job `j` that ended in `state` at time key `at`: completed (with its run time from
+-- the claim), dead, or retried: `failed` says an error was appended and the attempt kept.
+local function stat_ended(j, state, at, failed)
+  if state == 'completed' then
+    local started = redis.call('HGET', K_job(j.id), 'attempted')
+    local ms = 0
+    if started then
+      local us = (tkey_seconds(at) - tkey_seconds(started)) * 1000000
+        + tonumber(string.sub(at, -6)) - tonumber(string.sub(started, -6))
+      ms = math.max(0, math.ceil(us / 1000))
+    end
+    local entry = stat_add(j.queue, at, 'completed', 1)
+    entry.fields.total_ms = (entry.fields.total_ms or 0) + ms
+    local bucket = #STAT_BOUNDS
+    for i, bound in ipairs(STAT_BOUNDS) do
+      if ms <= bound then
+        bucket = i - 1
+        break
+      end
+    end
+    entry.fields['h' .. bucket] = (entry.fields['h' .. bucket] or 0) + 1
+    if ms > entry.max then entry.max = ms end
+  elseif state == 'dead' then
+    stat_add(j.queue, at, 'dead', 1)
+  elseif failed then
+    stat_add(j.queue, at, 'retried', 1)
+  end
+end
+
+-- Each minute's counters also go to its hour's hash (a day then reads 24 hashes per queue).
+local function flush_stats()
+  for key, entry in pairs(stats) do
+    local hour = math.floor(entry.minute / 60)
+    local hour_key = K_stath(hour, entry.queue)
+    for _, target in ipairs({key, hour_key}) do
+      for field, n in pairs(entry.fields) do redis.call('HINCRBY', target, field, n) end
+      if entry.max >= 0 then
+        local old = tonumber(redis.call('HGET', target, 'max_ms') or '-1')
+        if entry.max > old then redis.call('HSET', target, 'max_ms', entry.max) end
+      end
+      redis.call('EXPIRE', target, STATS_KEEP_SECONDS)
+    end
+    redis.call('ZADD', K_statm(), entry.minute, key)
+    redis.call('ZADD', K_stathm(), hour, hour_key)
+  end
+  stats = {}
+end
+
 local function flush()
+  flush_stats()
   for _, key in ipairs(pending_keys.zrem) do chunked('ZREM', key, pending.zrem[key], 1000) end
   for _, key in ipairs(pending_keys.zadd) do chunked('ZADD', key, pending.zadd[key], 1000) end
   for field, delta in pairs(pending.counts) do

@@ -27,6 +27,7 @@ for k = 0, tonumber(ARGV[2]) - 1 do
     if sched ~= '' then set(j, 'sched', sched) end
     if v[i + 9] ~= '' then set(j, 'attempted', v[i + 9]) end
     enter(j)
+    stat_ended(j, state, at, entry ~= '' and v[i + 7] ~= '1')
     save(j)
     if j.wf and FINAL[state] then wf_settle(j, at) end  -- a workflow step: its dependents
     out[#out + 1] = 1

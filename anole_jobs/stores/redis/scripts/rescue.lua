@@ -27,6 +27,7 @@ for _, member in ipairs(lapsed) do
       set(j, 'sched', now)
     end
     enter(j)
+    stat_ended(j, j.state, now, true)
     save(j)
     if j.wf and j.state == 'dead' then wf_settle(j, now) end
     for _, value in ipairs({tonumber(j.id), j.kind, j.queue, j.state}) do out[#out + 1] = value end

@@ -1,0 +1,172 @@
+"""Server-rendered SVG line charts for the dashboard: no script, no build, readable without
+colour.
+
+Each series has its own dash pattern and marker shape besides its colour, a legend that draws
+both with the series' name, and a label at the end of its line; the chart has a ``<title>`` and
+a ``<desc>`` (summing what it shows) that it names with ``aria-labelledby``, so a screen reader
+announces it as one image with a description. Missing values (a minute with no completed run
+has no percentile) break the line rather than drawing it through zero. Every text is escaped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+
+from django.utils.safestring import SafeString, mark_safe
+
+WIDTH, HEIGHT = 720, 240
+LEFT, RIGHT, TOP, BOTTOM = 56, 96, 36, 34
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one series looks: colour, dash pattern (SVG ``stroke-dasharray``, "" for solid) and
+    marker shape ("circle", "square", "triangle")."""
+
+    colour: str
+    dash: str
+    marker: str
+
+
+#: Three styles that differ in pattern and marker, not only in colour.
+STYLES = (
+    Style("#1f5fa8", "", "circle"),
+    Style("#b3261e", "7 4", "square"),
+    Style("#4a4a4a", "2 3", "triangle"),
+)
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    values: Sequence[float | None]
+    style: Style
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten at or above `value` (1 for 0)."""
+    if value <= 0:
+        return 1
+    power = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 5, 10):
+        if value <= step * power:
+            return step * power
+    return 10 * power  # unreachable
+
+
+def _marker(shape: str, x: float, y: float, style: Style) -> str:
+    fill = f'fill="{style.colour}"'
+    if shape == "square":
+        return f'<rect x="{x - 3:.1f}" y="{y - 3:.1f}" width="6" height="6" {fill}/>'
+    if shape == "triangle":
+        return (
+            f'<path d="M{x:.1f} {y - 4:.1f}L{x + 4:.1f} {y + 3:.1f}L{x - 4:.1f} {y + 3:.1f}Z" '
+            f"{fill}/>"
+        )
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" {fill}/>'
+
+
+def _stroke(style: Style) -> str:
+    dash = f' stroke-dasharray="{style.dash}"' if style.dash else ""
+    return f'fill="none" stroke="{style.colour}" stroke-width="2"{dash}'
+
+
+def line_chart(
+    *,
+    title: str,
+    description: str,
+    x_labels: Sequence[str],
+    lines: Sequence[Line],
+    y_format: Callable[[float], str] = lambda v: f"{v:g}",
+    label_every: int = 1,
+    marker_every: int = 1,
+) -> SafeString:
+    """An SVG line chart of `lines` over the points named by `x_labels` (one label shown every
+    `label_every` points, one marker every `marker_every`). `y_format` writes an axis value."""
+    chart_id = f"anole-chart-{next(_ids)}"
+    points = len(x_labels)
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    top = nice_ceiling(max((v for ln in lines for v in ln.values if v is not None), default=0))
+
+    def x_at(i: int) -> float:
+        return LEFT + (plot_w * i / (points - 1) if points > 1 else plot_w / 2)
+
+    def y_at(v: float) -> float:
+        return TOP + plot_h - plot_h * v / top
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {HEIGHT}"'
+        f' role="img" aria-labelledby="{chart_id}-t {chart_id}-d" font-size="12"'
+        ' font-family="system-ui, sans-serif">',
+        f'<title id="{chart_id}-t">{escape(title)}</title>',
+        f'<desc id="{chart_id}-d">{escape(description)}</desc>',
+    ]
+    # Grid and y axis: four steps up to a round maximum.
+    for step in range(5):
+        tick = top * step / 4
+        y = y_at(tick)
+        parts.append(
+            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="#ccc" stroke-width="1"/>'
+        )
+        parts.append(
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#333">'
+            f"{escape(y_format(tick))}</text>"
+        )
+    # x axis labels.
+    for i, label in enumerate(x_labels):
+        if i % label_every == 0 or i == points - 1:
+            x = x_at(i)
+            parts.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}" '
+                'stroke="#666"/>'
+            )
+            parts.append(
+                f'<text x="{x:.1f}" y="{TOP + plot_h + 18}" text-anchor="middle" fill="#333">'
+                f"{escape(label)}</text>"
+            )
+    # Lines: one path per unbroken run of values, markers, and a label at the last value.
+    for line in lines:
+        runs: list[list[tuple[float, float]]] = [[]]
+        for i, value in enumerate(line.values):
+            if value is None:
+                runs.append([])
+            else:
+                runs[-1].append((x_at(i), y_at(value)))
+        group = [f'<g class="series" aria-hidden="true" data-series="{escape(line.label)}">']
+        for run in runs:
+            if len(run) > 1:
+                d = "M" + "L".join(f"{x:.1f} {y:.1f}" for x, y in run)
+                group.append(f'<path d="{d}" {_stroke(line.style)}/>')
+        for i, value in enumerate(line.values):
+            if value is not None and (i % marker_every == 0 or i == points - 1):
+                group.append(_marker(line.style.marker, x_at(i), y_at(value), line.style))
+        last = next(
+            ((i, v) for i, v in reversed(list(enumerate(line.values))) if v is not None), None
+        )
+        if last is not None:
+            group.append(
+                f'<text x="{x_at(last[0]) + 8:.1f}" y="{y_at(last[1]) + 4:.1f}" '
+                f'fill="{line.style.colour}">{escape(line.label)}</text>'
+            )
+        group.append("</g>")
+        parts.extend(group)
+    # Legend: each series' pattern and marker with its name, above the plot.
+    x = LEFT
+    for line in lines:
+        parts.append(
+            f'<g class="legend"><line x1="{x}" x2="{x + 28}" y1="14" y2="14" '
+            f"{_stroke(line.style)}/>{_marker(line.style.marker, x + 14, 14, line.style)}"
+            f'<text x="{x + 34}" y="18" fill="#222">{escape(line.label)}</text></g>'
+        )
+        x += 44 + 8 * len(line.label)
+    parts.append(
+        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>'
+    )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # noqa: S308 - every text above went through escape()

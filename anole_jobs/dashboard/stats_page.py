@@ -1,0 +1,43 @@
+"""The dashboard's statistics page: for every queue or one, the last hour per minute or the
+last day per hour — jobs completed, failed and started, and run-time percentiles — as charts
+and as a table of the same numbers. Live like the queues page (its region refreshes)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from anole_jobs.api import jobs
+from anole_jobs.dashboard.render import render, render_partial
+from anole_jobs.dashboard.statcharts import rows, runtime_chart, runtimes, throughput_chart
+from anole_jobs.dashboard.views import PARTIAL, REFRESH_SECONDS, dashboard_view
+from anole_jobs.operations.stats import PERIODS, parse_stats, read_stats
+
+
+@require_GET
+@dashboard_view
+def stats(request: HttpRequest) -> HttpResponse:
+    params = {k: v for k, v in request.GET.lists() if k != PARTIAL}
+    query = parse_stats(params, blank_is_absent=True)
+    report = read_stats(query)
+    series = report.overall
+    context = {
+        "title": "Statistics",
+        "section": "stats",
+        "query": query,
+        "periods": list(PERIODS),
+        "queue_names": sorted(
+            {q.name for q in jobs.queues()} | {s.queue for s in report.queues if s.queue}
+        ),
+        "report": report,
+        "total": series.total,
+        "runtimes": runtimes(series),
+        "throughput_chart": throughput_chart(report, series),
+        "runtime_chart": runtime_chart(report, series),
+        "rows": rows(report, series),
+        "refresh": REFRESH_SECONDS * 2,
+        "now": report.until,
+    }
+    if request.GET.get(PARTIAL) == "1":
+        return render_partial(request, "stats_live.html", context)
+    return render(request, "stats.html", context)

@@ -1,0 +1,314 @@
+"""Per-queue, per-minute job statistics: what the stores count and what `Store.stats` returns.
+
+Each store keeps, per queue and per minute (UTC), how many jobs were started (claimed),
+completed, failed and retried, and failed for good (dead), and a histogram of the run times of
+the completed ones, in the same write that moves the job (SQL triggers, the Redis scripts, the
+memory store's lock). Reading a day of them costs in proportion to the minutes, never to the
+jobs.
+
+What lands where (the same rule on every store):
+
+- **started**: a job claimed (any state to ``running``), in the minute of its claim;
+- **completed**: a run that ended ``completed``, in the minute it ended; its run time (end
+  minus claim) goes into the histogram;
+- **retried**: a run that failed and will run again (``retrying`` with its error, or a lapsed
+  lease put back to ``available``), in the minute it failed;
+- **dead**: a run that failed for good (``dead``, by a failure or a lapsed lease on the last
+  attempt), in the minute it ended.
+
+Snoozes, drains, cancellations and admin actions count nothing. Minutes older than
+`STATS_KEEP` are dropped (at prune time, or by expiry on Redis).
+
+Run times go into fixed buckets (`RUNTIME_BUCKETS_MS`, upper bounds, and one more for longer
+runs); a percentile is the upper bound of the bucket holding it, never more than the longest
+run of the period (`StatsPoint.percentile`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+#: The run-time histogram's bucket upper bounds, in milliseconds (a run of exactly a bound
+#: falls in its bucket); runs longer than the last bound fall in one more bucket.
+RUNTIME_BUCKETS_MS: tuple[int, ...] = (
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    60_000,
+    300_000,
+    900_000,
+    3_600_000,
+)
+#: How many buckets a histogram has (the bounds and one for longer runs).
+BUCKETS = len(RUNTIME_BUCKETS_MS) + 1
+#: The histogram's counters, one per bucket, as the stores name them.
+STAT_BUCKET_COLUMNS: tuple[str, ...] = tuple(f"h{i}" for i in range(BUCKETS))
+#: Every counter of one (queue, minute), in the order `point_from_row` reads them (the SQL
+#: stores' columns, the Redis hash fields).
+STAT_COLUMNS: tuple[str, ...] = (
+    "started",
+    "completed",
+    "retried",
+    "dead",
+    "total_ms",
+    "max_ms",
+    *STAT_BUCKET_COLUMNS,
+)
+#: How long the stores keep a minute's counters (a day of charts needs 24 hours).
+STATS_KEEP = timedelta(hours=48)
+
+Resolution = Literal["minute", "hour"]
+RESOLUTIONS: tuple[Resolution, ...] = ("minute", "hour")
+_STEP = {"minute": 60, "hour": 3600}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def bucket_of(run_ms: int) -> int:
+    """The histogram bucket of a run of `run_ms` milliseconds."""
+    return bisect.bisect_left(RUNTIME_BUCKETS_MS, max(run_ms, 0))
+
+
+def run_ms(started: datetime, ended: datetime) -> int:
+    """A run time in whole milliseconds (rounded up, never negative)."""
+    delta = ended - started
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return max(0, -(-micros // 1000))
+
+
+def minute_number(moment: datetime) -> int:
+    """Minutes since 1970-01-01T00:00Z of the minute holding `moment` (aware)."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) // 60
+
+
+def minute_start(number: int) -> datetime:
+    return _EPOCH + timedelta(minutes=number)
+
+
+def floor_time(moment: datetime, resolution: Resolution) -> datetime:
+    """The start of the minute or hour holding `moment`, in UTC."""
+    step = _STEP[resolution]
+    delta = moment - _EPOCH
+    seconds = delta.days * 86_400 + delta.seconds
+    return _EPOCH + timedelta(seconds=seconds - seconds % step)
+
+
+def step_of(resolution: Resolution) -> timedelta:
+    return timedelta(seconds=_STEP[resolution])
+
+
+def check_range(since: datetime, until: datetime, resolution: str) -> None:
+    """Refuse a malformed `stats` query (every store calls it first)."""
+    if resolution not in RESOLUTIONS:
+        raise ValueError(f"resolution must be 'minute' or 'hour', got {resolution!r}")
+    if since.tzinfo is None or until.tzinfo is None:
+        raise ValueError("since and until must be aware datetimes")
+    if until < since:
+        raise ValueError(f"until ({until.isoformat()}) is before since ({since.isoformat()})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatsPoint:
+    """One minute or hour of one queue (or of several, summed)."""
+
+    at: datetime  # the start of the minute or hour, UTC
+    started: int = 0
+    completed: int = 0
+    retried: int = 0
+    dead: int = 0
+    #: Completed runs per run-time bucket (`RUNTIME_BUCKETS_MS`, then longer).
+    runtime: tuple[int, ...] = field(default=(0,) * BUCKETS)
+    runtime_total_ms: int = 0
+    runtime_max_ms: int = 0
+
+    @property
+    def failed(self) -> int:
+        """Failed runs: retried and dead."""
+        return self.retried + self.dead
+
+    def plus(self, other: StatsPoint) -> StatsPoint:
+        """This point and `other` summed (at this point's time)."""
+        return replace(
+            self,
+            started=self.started + other.started,
+            completed=self.completed + other.completed,
+            retried=self.retried + other.retried,
+            dead=self.dead + other.dead,
+            runtime=tuple(a + b for a, b in zip(self.runtime, other.runtime, strict=True)),
+            runtime_total_ms=self.runtime_total_ms + other.runtime_total_ms,
+            runtime_max_ms=max(self.runtime_max_ms, other.runtime_max_ms),
+        )
+
+    def percentile(self, q: float) -> int | None:
+        """The run time (ms) that `q` (0 < q <= 1) of the completed runs took at most: the upper
+        bound of the bucket holding that rank, capped at the longest run. None without runs."""
+        if not 0 < q <= 1:
+            raise ValueError(f"a percentile is between 0 and 1, got {q!r}")
+        runs = sum(self.runtime)
+        if runs == 0:
+            return None
+        rank = max(1, math.ceil(q * runs))
+        seen = 0
+        for index, n in enumerate(self.runtime):
+            seen += n
+            if seen >= rank:
+                bound = RUNTIME_BUCKETS_MS[index] if index < len(RUNTIME_BUCKETS_MS) else None
+                return self.runtime_max_ms if bound is None else min(bound, self.runtime_max_ms)
+        return self.runtime_max_ms  # unreachable: the ranks add up
+
+    @property
+    def mean_ms(self) -> float | None:
+        runs = sum(self.runtime)
+        return self.runtime_total_ms / runs if runs else None
+
+
+#: What `Store.stats` returns: ``{queue: [point, ...]}``, in time order.
+StatsByQueue = dict[str, list[StatsPoint]]
+
+
+def empty_point(at: datetime) -> StatsPoint:
+    return StatsPoint(at=at)
+
+
+def sum_points(at: datetime, points: Iterable[StatsPoint]) -> StatsPoint:
+    total = StatsPoint(at=at)
+    for point in points:
+        total = total.plus(point)
+    return total
+
+
+def point_from_row(at: datetime, row: tuple[int, ...]) -> StatsPoint:
+    """A point from the stores' flat row: started, completed, retried, dead, total ms, max ms,
+    then the `BUCKETS` histogram counts."""
+    values = [int(v or 0) for v in row]
+    return StatsPoint(
+        at=at,
+        started=values[0],
+        completed=values[1],
+        retried=values[2],
+        dead=values[3],
+        runtime_total_ms=values[4],
+        runtime_max_ms=values[5],
+        runtime=tuple(values[6 : 6 + BUCKETS]),
+    )
+
+
+def roll_up_rows(
+    minutes: dict[str, dict[int, Sequence[int]]], resolution: Resolution
+) -> StatsByQueue:
+    """``{queue: {minute number: row}}`` (rows as `point_from_row` reads them) as
+    ``{queue: [point]}`` at `resolution`, in time order: summed as plain lists, so a day of
+    minutes costs one point per hour, not one per minute."""
+    step = _STEP[resolution] // 60
+    max_at = STAT_COLUMNS.index("max_ms")
+    out: StatsByQueue = {}
+    for queue, by_minute in minutes.items():
+        grouped: dict[int, list[int]] = {}
+        for number, row in by_minute.items():
+            start = number - number % step
+            total = grouped.get(start)
+            if total is None:
+                grouped[start] = [int(v or 0) for v in row]
+                continue
+            for index, value in enumerate(row):
+                if value:
+                    if index == max_at:
+                        total[index] = max(total[index], int(value))
+                    else:
+                        total[index] += int(value)
+        if grouped:
+            out[queue] = [
+                point_from_row(minute_start(start), tuple(grouped[start]))
+                for start in sorted(grouped)
+            ]
+    return out
+
+
+def roll_up(
+    minutes: dict[str, dict[int, StatsPoint]], resolution: Resolution
+) -> dict[str, list[StatsPoint]]:
+    """``{queue: {minute number: point}}`` as ``{queue: [point]}`` at `resolution`, in time
+    order, points with nothing left out."""
+    out: dict[str, list[StatsPoint]] = {}
+    for queue, by_minute in minutes.items():
+        grouped: dict[datetime, StatsPoint] = {}
+        for number, point in by_minute.items():
+            at = floor_time(minute_start(number), resolution)
+            grouped[at] = grouped[at].plus(point) if at in grouped else replace(point, at=at)
+        if grouped:
+            out[queue] = [grouped[at] for at in sorted(grouped)]
+    return out
+
+
+class MinuteCounters:
+    """The memory store's counters (the other stores keep the same in their own way)."""
+
+    def __init__(self) -> None:
+        self.minutes: dict[str, dict[int, StatsPoint]] = {}
+
+    def _add(self, queue: str, at: datetime, **delta: int) -> None:
+        number = minute_number(at)
+        per_queue = self.minutes.setdefault(queue, {})
+        point = per_queue.get(number) or StatsPoint(at=minute_start(number))
+        per_queue[number] = point.plus(StatsPoint(at=point.at, **delta))  # type: ignore[arg-type]
+
+    def started(self, queue: str, at: datetime) -> None:
+        self._add(queue, at, started=1)
+
+    def completed(self, queue: str, started: datetime | None, ended: datetime) -> None:
+        ms = run_ms(started, ended) if started is not None else 0
+        number = minute_number(ended)
+        per_queue = self.minutes.setdefault(queue, {})
+        point = per_queue.get(number) or StatsPoint(at=minute_start(number))
+        runtime = list(point.runtime)
+        runtime[bucket_of(ms)] += 1
+        per_queue[number] = replace(
+            point,
+            completed=point.completed + 1,
+            runtime=tuple(runtime),
+            runtime_total_ms=point.runtime_total_ms + ms,
+            runtime_max_ms=max(point.runtime_max_ms, ms),
+        )
+
+    def failed(self, queue: str, at: datetime, *, dead: bool) -> None:
+        if dead:
+            self._add(queue, at, dead=1)
+        else:
+            self._add(queue, at, retried=1)
+
+    def query(
+        self, queues: Iterable[str] | None, since: datetime, until: datetime, resolution: Resolution
+    ) -> dict[str, list[StatsPoint]]:
+        first = minute_number(floor_time(since, resolution))
+        last = minute_number(until)
+        wanted = self.minutes.keys() if queues is None else set(queues)
+        selected = {
+            queue: {n: p for n, p in self.minutes.get(queue, {}).items() if first <= n <= last}
+            for queue in wanted
+        }
+        return roll_up(selected, resolution)
+
+    def prune(self, now: datetime) -> None:
+        oldest = minute_number(now - STATS_KEEP)
+        for queue in list(self.minutes):
+            kept = {n: p for n, p in self.minutes[queue].items() if n >= oldest}
+            if kept:
+                self.minutes[queue] = kept
+            else:
+                del self.minutes[queue]
