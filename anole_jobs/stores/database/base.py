@@ -23,6 +23,7 @@ Broken connections raise Django's `OperationalError`/`InterfaceError`; nothing i
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import threading
@@ -51,10 +52,12 @@ from anole_jobs.stores.base import (
     ListFilter,
     NewJob,
     RunRef,
+    State,
     Store,
     ended_ids,
 )
 from anole_jobs.stores.database.ddl import channel, done_channel, tables
+from anole_jobs.stores.search import BulkAction, search_matches
 
 #: The columns every read selects, in `_record`'s order.
 COLUMNS = (
@@ -84,6 +87,8 @@ INSERT_ROUNDS = 8
 #: Rows of the count table past which `counts()` folds them (PostgreSQL's deltas): reading a
 #: thousand small rows costs well under a millisecond, folding them one short transaction.
 FOLD_AFTER = 1_000
+#: Rows a search that tests its terms in Python reads per statement.
+SEARCH_CHUNK = 500
 
 
 def literals(states: Collection[str]) -> str:
@@ -489,6 +494,20 @@ class SQLStore(Store):
             if value is not None:
                 where.append(f"{column} {'<' if column == 'id' else '='} %s")
                 params.append(value)
+        # -- search: the window and the kind prefix in SQL; error and args per vendor --
+        if filter.min_id is not None:
+            where.append("id >= %s")
+            params.append(filter.min_id)
+        if filter.kind_prefix is not None:
+            where.append("substr(kind, 1, %s) = %s")
+            params += [len(filter.kind_prefix), filter.kind_prefix]
+        if filter.error is not None or filter.args is not None:
+            in_sql = self.search_sql(filter)
+            if in_sql is None:
+                return self._list_tested(filter, where, params, limit)
+            where += in_sql[0]
+            params += in_sql[1]
+        # -- end of search --
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         with self.cursor() as cursor:
             cursor.execute(
@@ -496,6 +515,110 @@ class SQLStore(Store):
                 [*params, limit],
             )
             return [self.record(row) for row in cursor.fetchall()]
+
+    def search_sql(
+        self, filter: ListFilter
+    ) -> tuple[builtins.list[str], builtins.list[Any]] | None:
+        """The conditions (and their parameters) that test `filter`'s error and args terms in
+        SQL, or None when this vendor tests them in Python (`_list_tested`)."""
+        return None
+
+    def _list_tested(
+        self, filter: ListFilter, where: builtins.list[str], params: builtins.list[Any], limit: int
+    ) -> builtins.list[JobRecord]:
+        """`list` with the error and args terms tested in Python, reading the rows the SQL
+        conditions pick newest first, a chunk at a time (a search's id window bounds them)."""
+        found: builtins.list[JobRecord] = []
+        below = filter.after
+        while len(found) < limit:
+            conditions = [*where, "id < %s"] if below is not None else where
+            clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+            with self.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT {self.select()} FROM {self.job_table}{clause}"
+                    " ORDER BY id DESC LIMIT %s",
+                    [*params, *([below] if below is not None else []), SEARCH_CHUNK],
+                )
+                rows = cursor.fetchall()
+            for row in rows:
+                record = self.record(row)
+                if search_matches(filter, kind=record.kind, args=record.args, errors=record.errors):
+                    found.append(record)
+            if len(rows) < SEARCH_CHUNK:
+                break
+            below = rows[-1][0]
+        return found[:limit]
+
+    # -- bulk actions: one statement per batch --
+    def ids_sql(self, ids: Collection[int]) -> tuple[str, builtins.list[Any]]:
+        """``id IN`` `ids`, as one parameter."""
+        return "id IN (SELECT value FROM json_each(%s))", [encode_json(sorted(ids))]
+
+    def act(
+        self, action: BulkAction, ids: Collection[int], *, state: State | None, now: datetime
+    ) -> int:
+        if not ids:
+            return 0
+        where, params = self.ids_sql(ids)
+        if state is not None:
+            where += f" AND state = {literals([state])}"
+        if action == "delete":
+            with self.writing(), self.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {self.job_table} WHERE {where} RETURNING id", params)
+                gone = [row[0] for row in cursor.fetchall()]
+            self.send_done_notify(gone)
+            self.finished_at_commit(gone)
+            return len(gone)
+        if action == "cancel":
+            with self.writing(), self.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {self.job_table} SET state = 'cancelled', finished_at = %s,"
+                    " lease_until = NULL,"
+                    " unique_lock = CASE WHEN unique_scope = 'any' THEN unique_lock ELSE NULL END"
+                    f" WHERE {where} AND state IN ({LIVE}) RETURNING id",
+                    [self.encode_time(now), *params],
+                )
+                ended = [row[0] for row in cursor.fetchall()]
+            self.send_done_notify(ended)
+            self.finished_at_commit(ended)
+            return len(ended)
+        return self._retry_batch(where, params, ids, state=state, now=now)
+
+    def _retry_batch(
+        self,
+        where: str,
+        params: builtins.list[Any],
+        ids: Collection[int],
+        *,
+        state: State | None,
+        now: datetime,
+    ) -> int:
+        table = self.job_table
+        try:
+            with transaction.atomic(using=self.alias), self.cursor() as cursor:
+                # As `retry`, for the batch: a job whose key another job holds stays as it is.
+                cursor.execute(
+                    f"UPDATE {table} SET state = 'available', scheduled_at = %s,"
+                    " finished_at = NULL, lease_until = NULL, unique_lock = unique_key,"
+                    " result = NULL,"
+                    " max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1"
+                    f" ELSE max_attempts END WHERE {where}"
+                    " AND state NOT IN ('running', 'available')"
+                    " AND (unique_key IS NULL OR unique_lock IS NOT NULL"
+                    f" OR NOT EXISTS (SELECT 1 FROM {table} AS other"
+                    f" WHERE other.unique_lock = {table}.unique_key))"
+                    " RETURNING queue",
+                    [self.encode_time(now), *params],
+                )
+                queues = [row[0] for row in cursor.fetchall()]
+                if queues:
+                    self.send_notify(sorted(set(queues)))
+        except IntegrityError:
+            # Two jobs of the batch share a free unique key (or a concurrent insert took one):
+            # one job at a time, as `retry` decides each.
+            return super().act("retry", ids, state=state, now=now)
+        self.wake_at_commit(set(queues))
+        return len(queues)
 
     def counts(self) -> dict[str, dict[str, int]]:
         # The count table, never the job table: one row per (queue, state) on SQLite, and on
