@@ -12,11 +12,11 @@ for by mistake.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from anole_jobs.api import jobs
-from anole_jobs.operations.listing import Listing, Page, fetch_page
+from anole_jobs.operations.listing import Listing, Page, fetch_page, parse_listing
 from anole_jobs.operations.problems import BadInput
 from anole_jobs.stores.search import BULK_ACTIONS, BULK_BATCH_MAX, BulkAction
 
@@ -118,3 +118,23 @@ def _counted(listing: Listing) -> int:
             if listing.state is None or state == listing.state:
                 total += n
     return total
+
+
+#: Listing fields a bulk action does not take (it acts on every match, page by page).
+NOT_FOR_BULK = ("limit", "after")
+
+
+def parse_bulk_listing(
+    query: Mapping[str, Sequence[str]], *, blank_is_absent: bool = False, ignore: Iterable[str] = ()
+) -> Listing:
+    """The filters of a bulk action (a listing's, without `limit` and `after`), with at least
+    one set; `BadInput` otherwise."""
+    for name in NOT_FOR_BULK:
+        if any(v != "" or not blank_is_absent for v in query.get(name, ())):
+            raise BadInput(
+                name,
+                f"a bulk action takes no {name}: it acts on every job the filters match",
+                code="bad_filter",
+            )
+    given = {k: v for k, v in query.items() if k not in NOT_FOR_BULK}
+    return check_filtered(parse_listing(given, blank_is_absent=blank_is_absent, ignore=ignore))
