@@ -20,18 +20,9 @@ from django.views.decorators.http import require_http_methods
 from anole_jobs.dashboard.render import messages_on, render
 from anole_jobs.dashboard.views import dashboard_view
 from anole_jobs.operations import bulk
+from anole_jobs.operations.bulk import LABELS, RULES
 from anole_jobs.operations.problems import BadInput, NotFound
 
-LABELS = {"retry": "Retry", "cancel": "Cancel", "delete": "Delete"}
-#: What each action leaves as it is, for the confirmation page.
-RULES = {
-    "retry": "Running jobs stay with their worker and available jobs are already due: "
-    "both are left as they are. Every other matching job is made available now.",
-    "cancel": "Waiting jobs are cancelled; running jobs are cancelled too, and their worker is "
-    "told to stop at its next heartbeat. Finished jobs are left as they are.",
-    "delete": "Every matching job is deleted, whatever its state. A running job's worker is "
-    "told to stop at its next heartbeat. This cannot be undone.",
-}
 #: Form fields of the page, not filters.
 PAGE_FIELDS = ("csrfmiddlewaretoken", "notice")
 

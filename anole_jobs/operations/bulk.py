@@ -26,6 +26,16 @@ COUNT_CAP = 10_000
 COUNT_SEARCH_BUDGET = 200_000
 
 PAST_TENSE = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}
+LABELS = {"retry": "Retry", "cancel": "Cancel", "delete": "Delete"}
+#: What each action leaves as it is, for the confirmation page.
+RULES = {
+    "retry": "Running jobs stay with their worker and available jobs are already due: "
+    "both are left as they are. Every other matching job is made available now.",
+    "cancel": "Waiting jobs are cancelled; running jobs are cancelled too, and their worker is "
+    "told to stop at its next heartbeat. Finished jobs are left as they are.",
+    "delete": "Every matching job is deleted, whatever its state. A running job's worker is "
+    "told to stop at its next heartbeat. This cannot be undone.",
+}
 
 
 @dataclass(frozen=True)
