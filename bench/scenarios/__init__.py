@@ -13,11 +13,22 @@ from bench.scenarios import (
     latency,
     runtime,
     scaleout,
+    search,
     soak,
     step,
 )
 
 SCENARIOS = {
     module.NAME: module
-    for module in (enqueue_one, enqueue_many, step, runtime, latency, growth, scaleout, soak)
+    for module in (
+        enqueue_one,
+        enqueue_many,
+        step,
+        runtime,
+        latency,
+        growth,
+        scaleout,
+        soak,
+        search,
+    )
 }
