@@ -502,11 +502,11 @@ class SQLStore(Store):
             where.append("substr(kind, 1, %s) = %s")
             params += [len(filter.kind_prefix), filter.kind_prefix]
         if filter.error is not None or filter.args is not None:
-            in_sql = self.search_sql(filter)
-            if in_sql is None:
+            conditions, values, exact = self.search_sql(filter)
+            where += conditions
+            params += values
+            if not exact:
                 return self._list_tested(filter, where, params, limit)
-            where += in_sql[0]
-            params += in_sql[1]
         # -- end of search --
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         with self.cursor() as cursor:
@@ -516,12 +516,11 @@ class SQLStore(Store):
             )
             return [self.record(row) for row in cursor.fetchall()]
 
-    def search_sql(
-        self, filter: ListFilter
-    ) -> tuple[builtins.list[str], builtins.list[Any]] | None:
+    def search_sql(self, filter: ListFilter) -> tuple[builtins.list[str], builtins.list[Any], bool]:
         """The conditions (and their parameters) that test `filter`'s error and args terms in
-        SQL, or None when this vendor tests them in Python (`_list_tested`)."""
-        return None
+        SQL, and whether they test them exactly; when not, they only narrow the rows, and
+        `_list_tested` tests each row in Python."""
+        return [], [], False
 
     def _list_tested(
         self, filter: ListFilter, where: builtins.list[str], params: builtins.list[Any], limit: int

@@ -163,7 +163,7 @@ class PostgresStore(SQLStore):
         return f"{column} = ANY(%s::text[])", [list(values)]
 
     # -- search and bulk actions in SQL (see stores/search.py for the rule) --
-    def search_sql(self, filter: ListFilter) -> tuple[list[str], list[Any]] | None:
+    def search_sql(self, filter: ListFilter) -> tuple[list[str], list[Any], bool]:
         where: list[str] = []
         params: list[Any] = []
         if filter.error is not None:
@@ -176,7 +176,7 @@ class PostgresStore(SQLStore):
         if filter.args is not None:
             where.append("args @> %s::jsonb")
             params.append(encode_json(filter.args))
-        return where, params
+        return where, params, True
 
     def ids_sql(self, ids: Collection[int]) -> tuple[str, list[Any]]:
         return "id = ANY(%s::bigint[])", [sorted(ids)]
