@@ -64,10 +64,21 @@ def error_summary(error: Mapping[str, Any], width: int = 48) -> tuple[str, str]:
 if apps.is_installed("django.contrib.admin"):
     from django import forms
     from django.contrib import admin, messages
+    from django.contrib.admin import helpers
     from django.http import HttpResponse
+    from django.template.response import TemplateResponse
     from django.utils.html import format_html, format_html_join
 
+    from anole_jobs.api import jobs
     from anole_jobs.operations import actions as job_actions
+    from anole_jobs.operations.bulk import LABELS as BULK_LABELS
+    from anole_jobs.operations.bulk import PAST_TENSE
+    from anole_jobs.operations.bulk import RULES as BULK_RULES
+    from anole_jobs.stores.base import STATES
+    from anole_jobs.stores.search import BULK_BATCH_MAX, BulkAction
+
+    #: The confirmation page's field that says "yes, act on all of them".
+    CONFIRM_FIELD = "confirm_all_matching"
     from anole_jobs.operations.display import display_kind
     from anole_jobs.operations.ids import job_id_or_none
     from anole_jobs.operations.permissions import permitted
@@ -317,7 +328,7 @@ if apps.is_installed("django.contrib.admin"):
             call: Callable[[int], job_actions.Outcome[Any]],
             done: str,
             why: str,
-        ) -> None:
+        ) -> HttpResponse | None:
             changed = skipped = 0
             for job_id in queryset.values_list("id", flat=True):
                 try:
@@ -335,10 +346,13 @@ if apps.is_installed("django.contrib.admin"):
             self.message_user(
                 request, text + ".", messages.SUCCESS if changed else messages.WARNING
             )
+            return None
 
         @admin.action(description="Retry the selected jobs now", permissions=["operate"])
-        def retry_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-            self._act(
+        def retry_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+            if selected_across(request):
+                return self.act_on_all(request, queryset, "retry")
+            return self._act(
                 request,
                 queryset,
                 job_actions.retry,
@@ -347,9 +361,63 @@ if apps.is_installed("django.contrib.admin"):
             )
 
         @admin.action(description="Cancel the selected jobs", permissions=["operate"])
-        def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-            self._act(request, queryset, job_actions.cancel, "Cancelled", "already finished")
+        def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+            if selected_across(request):
+                return self.act_on_all(request, queryset, "cancel")
+            return self._act(request, queryset, job_actions.cancel, "Cancelled", "already finished")
 
         @admin.action(description="Delete the selected jobs", permissions=["operate"])
-        def delete_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-            self._act(request, queryset, job_actions.delete, "Deleted", "already gone")
+        def delete_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+            if selected_across(request):
+                return self.act_on_all(request, queryset, "delete")
+            return self._act(request, queryset, job_actions.delete, "Deleted", "already gone")
+
+        # -- "all N matching": Django's select-across, acted on in batches ------------------
+        def act_on_all(
+            self, request: HttpRequest, queryset: QuerySet[Any], action: BulkAction
+        ) -> HttpResponse | None:
+            """Every job the changelist's filters match (Django's "Select all N"): a
+            confirmation page with the count first, then batches of `BULK_BATCH_MAX` ids
+            through the facade, which rechecks each job's state when the list is filtered
+            by one (a job that moved meanwhile is left as it is)."""
+            count = queryset.count()
+            if request.POST.get(CONFIRM_FIELD) != "yes":
+                return TemplateResponse(
+                    request,
+                    "anole_jobs/admin/bulk_confirmation.html",
+                    {
+                        **self.admin_site.each_context(request),
+                        "title": f"{BULK_LABELS[action]} all matching jobs",
+                        "opts": self.model._meta,
+                        "label": BULK_LABELS[action],
+                        "rule": BULK_RULES[action],
+                        "count": count,
+                        "action_name": f"{action}_jobs",
+                        "confirm_field": CONFIRM_FIELD,
+                        "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
+                    },
+                )
+            state = request.GET.get("state__exact")
+            state = state if state in STATES else None
+            done = matched = 0
+            ids = queryset.order_by("-id").values_list("id", flat=True)
+            batch: list[int] = []
+            for job_id in ids.iterator(chunk_size=BULK_BATCH_MAX):
+                batch.append(job_id)
+                if len(batch) == BULK_BATCH_MAX:
+                    done += jobs.act(action, batch, state=state)
+                    matched, batch = matched + len(batch), []
+            if batch:
+                done += jobs.act(action, batch, state=state)
+                matched += len(batch)
+            verb = PAST_TENSE[action]
+            self.message_user(
+                request,
+                f"{done} of {matched} matching jobs {verb}.",
+                messages.SUCCESS if done else messages.WARNING,
+            )
+            return None
+
+    def selected_across(request: HttpRequest) -> bool:
+        """Whether the action is for every job the list matches ("Select all N")."""
+        return request.POST.get("select_across") == "1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar, Unpack
 
 from asgiref.sync import sync_to_async
@@ -164,6 +164,12 @@ class JobsFacade:
 
     def retry(self, job_id: int) -> JobRecord | None:
         return self.service.retry(job_id)
+
+    def act(self, action: str, ids: Collection[int], *, state: str | None = None) -> int:
+        """Retry, cancel or delete the jobs of `ids` (at most 1,000) that are still in
+        `state` (any state when None); returns how many it changed. Bulk actions on every job
+        matching a filter loop over this (`anole_jobs.operations.bulk`)."""
+        return self.service.act(action, ids, state=state)
 
     def cancel(self, job_id: int) -> JobRecord | None:
         return self.service.cancel(job_id)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import builtins
 import difflib
 import inspect
+import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict, TypeVar, Unpack, cast
@@ -39,6 +40,7 @@ from anole_jobs.stores.base import (
     Store,
 )
 from anole_jobs.stores.instrumented import instrument
+from anole_jobs.stores.search import BULK_ACTIONS, BULK_BATCH_MAX
 from anole_jobs.unique import Unique, unique_key
 
 logger = logging.getLogger("anole_jobs")
@@ -404,7 +406,14 @@ class JobService:
         limit: int = 100,
         after: int | None = None,
         workflow: str | None = None,
+        kind_prefix: str | None = None,
+        error: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        min_id: int | None = None,
     ) -> list[JobRecord]:
+        search = _search_terms(kind_prefix=kind_prefix, error=error, args=args, min_id=min_id)
+        if search is None:
+            return []  # a term no stored job can hold (a NUL, a lone surrogate)
         if state is not None and state not in STATES:
             raise InvalidJob(f"unknown state {state!r}; states are {', '.join(STATES)}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -421,8 +430,21 @@ class JobService:
             limit=min(limit, LIST_LIMIT_MAX),
             after=None if after is None else _job_id(after),
             workflow=workflow,
+            **search,
         )
         return self.store.list(filter)
+
+    def act(self, action: str, ids: Collection[int], *, state: str | None = None) -> int:
+        """Retry, cancel or delete the jobs of `ids` (at most `BULK_BATCH_MAX`) still in
+        `state` (any when None); how many it changed (see `Store.act`)."""
+        if action not in BULK_ACTIONS:
+            raise InvalidJob(f"unknown action {action!r}; actions are {', '.join(BULK_ACTIONS)}")
+        if state is not None and state not in STATES:
+            raise InvalidJob(f"unknown state {state!r}; states are {', '.join(STATES)}")
+        wanted = sorted({_job_id(job_id) for job_id in ids})
+        if len(wanted) > BULK_BATCH_MAX:
+            raise InvalidJob(f"at most {BULK_BATCH_MAX} ids per call, got {len(wanted)}")
+        return self.store.act(action, wanted, state=state, now=self.clock())
 
     def counts(self) -> dict[str, dict[str, int]]:
         return self.store.counts()
@@ -576,6 +598,49 @@ def _result_of(job_id: int, record: JobRecord | None, *, waited: float | None) -
     if record.state in FINAL_STATES:
         raise JobFailed(record)
     raise JobNotFinished(record, waited=waited)
+
+
+def _search_terms(
+    *,
+    kind_prefix: str | None,
+    error: str | None,
+    args: Mapping[str, Any] | None,
+    min_id: int | None,
+) -> dict[str, Any] | None:
+    """`list`'s search terms checked: `InvalidJob` for a wrong type, None for a term no
+    stored job can match (a NUL, a lone surrogate)."""
+    for name, value in (("kind_prefix", kind_prefix), ("error", error)):
+        if value is not None and (not isinstance(value, str) or value == ""):
+            raise InvalidJob(f"the {name} filter must be a non-empty string, got {value!r}")
+    if args is not None and not isinstance(args, Mapping):
+        raise InvalidJob(f"the args filter must be a JSON object (a dict), got {args!r}")
+    if args is not None:
+        try:
+            text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidJob(f"the args filter must be plain JSON: {exc}") from None
+        args = json.loads(text)
+    if not all(_storable(v) for v in (kind_prefix or "", error or "", *_strings(args))):
+        return None
+    return {
+        "kind_prefix": kind_prefix,
+        "error": error,
+        "args": args,
+        "min_id": None if min_id is None else max(1, _job_id(min_id)),
+    }
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every key and string in JSON `value`."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _storable(text: str) -> bool:

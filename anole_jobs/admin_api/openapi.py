@@ -68,6 +68,38 @@ SCHEMAS: dict[str, Any] = {
                 "type": ["integer", "null"],
                 "description": "Pass as `after` for the next page; null on the last page.",
             },
+            "searched": {
+                "type": "object",
+                "description": "A search's page only: the ids it looked at (`from`, `to`). "
+                "It may hold fewer jobs than asked and still have a `next_after`.",
+                "properties": {"from": {"type": "integer"}, "to": {"type": "integer"}},
+            },
+        },
+    },
+    "BulkPreview": {
+        "type": "object",
+        "required": ["count", "exact", "filters"],
+        "properties": {
+            "count": {"type": "integer", "description": "Jobs the filters match."},
+            "exact": {
+                "type": "boolean",
+                "description": "False when counting stopped early: at least `count` match.",
+            },
+            "filters": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    },
+    "BulkOutcome": {
+        "type": "object",
+        "required": ["action", "matched", "done", "filters"],
+        "properties": {
+            "action": {"type": "string", "enum": ["retry", "cancel", "delete"]},
+            "matched": {"type": "integer", "description": "Jobs the filters matched."},
+            "done": {
+                "type": "integer",
+                "description": "Jobs the action changed (a job that moved meanwhile, or that "
+                "the action leaves as it is, is not counted).",
+            },
+            "filters": {"type": "object", "additionalProperties": {"type": "string"}},
         },
     },
     "Counts": {

@@ -50,7 +50,13 @@ def job(record: JobRecord) -> dict[str, Any]:
 def job_page(page: Page) -> dict[str, Any]:
     """One page of a listing: the jobs, newest first, and `next_after`, the ``after`` value
     that asks for the next page (None when this page is the last)."""
-    return {"jobs": [job(record) for record in page.records], "next_after": page.next_after}
+    body: dict[str, Any] = {
+        "jobs": [job(record) for record in page.records],
+        "next_after": page.next_after,
+    }
+    if page.searched is not None:  # a search says which ids it looked at
+        body["searched"] = {"from": page.searched[0], "to": page.searched[1]}
+    return body
 
 
 def counts(values: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:

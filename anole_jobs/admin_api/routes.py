@@ -152,6 +152,73 @@ STATS_PARAMS = (
     ),
 )
 
+
+# -- search and bulk actions ---------------------------------------------------------------
+SEARCH_FILTERS = (
+    Param(
+        name="kind_prefix",
+        location="query",
+        description="Only jobs whose kind starts with this text (`billing.` matches "
+        "`billing.refund`). A search: each page looks at a bounded window of job ids.",
+        schema={"type": "string", "minLength": 1, "maxLength": 1000},
+    ),
+    Param(
+        name="error",
+        location="query",
+        description="Only jobs whose last error, written `<type>: <message>`, contains this "
+        "text in any case. A search.",
+        schema={"type": "string", "minLength": 1, "maxLength": 1000},
+    ),
+    Param(
+        name="args",
+        location="query",
+        description='Only jobs whose arguments contain this JSON object (`{"customer_id": 7}`;'
+        " nested objects and arrays are matched by containment). A search.",
+        schema={"type": "string", "minLength": 2, "maxLength": 1000},
+    ),
+)
+#: The filters of a bulk action: a listing's, without its page.
+BULK_FILTERS = tuple(p for p in LIST_FILTERS if p.name not in ("limit", "after")) + SEARCH_FILTERS
+BULK_ACTION = Param(
+    name="action",
+    location="path",
+    description="What to do with every matching job: `retry` (not running or available ones), "
+    "`cancel` (waiting and running ones) or `delete` (any).",
+    schema={"type": "string", "enum": ["retry", "cancel", "delete"]},
+    required=True,
+)
+BULK_ROUTES = (
+    Route(
+        path="bulk",
+        name="bulk",
+        operations=(
+            Operation(
+                method="GET",
+                handler="bulk_preview",
+                summary="Count the jobs a filter matches (before a bulk action)",
+                body="BulkPreview",
+                errors=(400,),
+                query=BULK_FILTERS,
+            ),
+        ),
+    ),
+    Route(
+        path="bulk/<str:action>",
+        name="bulk-action",
+        params=(BULK_ACTION,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="bulk_action",
+                summary="Retry, cancel or delete every job a filter matches, in batches",
+                body="BulkOutcome",
+                errors=(400,),
+                query=BULK_FILTERS,
+            ),
+        ),
+    ),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route(
         path="jobs",
@@ -163,7 +230,7 @@ ROUTES: tuple[Route, ...] = (
                 summary="List jobs, newest first, one page at a time",
                 body="JobPage",
                 errors=(400,),
-                query=LIST_FILTERS,
+                query=LIST_FILTERS + SEARCH_FILTERS,
             ),
         ),
     ),
@@ -307,6 +374,7 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
     ),
+    *BULK_ROUTES,
     Route(
         path="openapi.json",
         name="openapi",

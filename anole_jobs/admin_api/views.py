@@ -21,7 +21,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
-from anole_jobs.admin_api import openapi, payloads
+from anole_jobs.admin_api import bulk_views, openapi, payloads
 from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
 from anole_jobs.operations import actions
@@ -157,6 +157,7 @@ HANDLERS: dict[str, Handler] = {
         openapi_document,
     )
 }
+HANDLERS.update(bulk_views.HANDLERS)  # bulk actions: their own module
 
 
 # -- dispatch --------------------------------------------------------------------------------

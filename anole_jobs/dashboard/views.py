@@ -42,7 +42,11 @@ from anole_jobs.operations import actions
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.ids import parse_job_id
-from anole_jobs.operations.listing import fetch_page, parse_listing
+from anole_jobs.operations.listing import (
+    SEARCH_FIELDS,
+    fetch_page,
+    parse_listing,
+)
 from anole_jobs.operations.permissions import Access, access
 from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_of
 from anole_jobs.operations.stats import StatsQuery, read_stats
@@ -65,6 +69,9 @@ NOTICES = {
     "triggered": "The cron entry's job was enqueued.",
     "unchanged": "Nothing changed: the job or queue already was as asked.",
     "duplicate": "Nothing enqueued: the cron entry's unique job is already waiting.",
+    "bulk_retried": "The matching jobs were made available again.",
+    "bulk_cancelled": "The matching jobs were cancelled.",
+    "bulk_deleted": "The matching jobs were deleted.",
 }
 HEADINGS = {400: "Cannot do that", 404: "Not found", 503: "The jobs store did not answer"}
 HOW_TO_CREATE = 'tick "new queue"'
@@ -221,7 +228,9 @@ def job_list(request: HttpRequest) -> HttpResponse:
     except BadInput as exc:
         # The form stays, filled as it was sent, so the person can correct the field.
         sent = {
-            name: values[-1] for name, values in query.items() if name in ("state", "queue", "kind")
+            name: values[-1]
+            for name, values in query.items()
+            if name in ("state", "queue", "kind", *SEARCH_FIELDS)
         }
         context.update(filters=sent, problems=[exc.message], queue_names=_queue_names())
         return render(request, "jobs.html", context, status=400)
@@ -234,6 +243,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
         filters=base,
         next_url="?" + urlencode({**base, "after": page.next_after}) if page.more else None,
         first_url=("?" + urlencode(base)) if listing.after is not None else None,
+        searched=page.searched,
+        bulk_query=urlencode(listing.filters()) if listing.filters() else None,
     )
     if _partial(request):
         return render_partial(request, "jobs_live.html", context)

@@ -9,16 +9,20 @@ follows). Pages are newest first; `next_after` is the ``after`` of the next page
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from anole_jobs.api import jobs
 from anole_jobs.operations.ids import MAX_ID, job_id_or_none
 from anole_jobs.operations.problems import BadInput
 from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
 
+#: The search terms a listing takes (see "search" at the end of this module).
+SEARCH_FIELDS = ("kind_prefix", "error", "args")
 #: The filters a listing takes, in the order error messages list them.
-FIELDS = ("state", "queue", "kind", "workflow", "limit", "after")
+FIELDS = ("state", "queue", "kind", "workflow", "limit", "after", *SEARCH_FIELDS)
 DEFAULT_LIMIT = 100
 _CODE = "bad_filter"
 
@@ -35,6 +39,10 @@ class Listing:
     workflow: str | None = None
     limit: int = DEFAULT_LIMIT
     after: int | None = None
+    # -- search (see "search" below): each as written, checked by `parse_listing` --
+    kind_prefix: str | None = None
+    error: str | None = None
+    args: str | None = None  # a JSON object's text
 
     def filters(self) -> dict[str, str]:
         """The filters that are set, as text (for links to this listing), without `after`."""
@@ -43,16 +51,28 @@ class Listing:
             ("queue", self.queue),
             ("kind", self.kind),
             ("workflow", self.workflow),
+            ("kind_prefix", self.kind_prefix),
+            ("error", self.error),
+            ("args", self.args),
         )
         return {name: value for name, value in values if value is not None}
+
+    @property
+    def searching(self) -> bool:
+        """Whether a search term is set: pages then read a bounded window of ids."""
+        return self.kind_prefix is not None or self.error is not None or self.args is not None
 
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a listing, newest first; `next_after` is None on the last page."""
+    """One page of a listing, newest first; `next_after` is None on the last page.
+
+    A search's page also says which ids it looked at (`searched`: lowest, highest): it may
+    hold fewer jobs than asked and still be followed by another."""
 
     records: list[JobRecord]
     next_after: int | None
+    searched: tuple[int, int] | None = None
 
     @property
     def more(self) -> bool:
@@ -103,6 +123,9 @@ _PARSERS = {
     "workflow": _workflow,
     "limit": parse_limit,
     "after": parse_after,
+    "kind_prefix": lambda text: parse_search_text("kind_prefix", text),
+    "error": lambda text: parse_search_text("error", text),
+    "args": lambda text: parse_args(text),
 }
 
 
@@ -138,6 +161,8 @@ def parse_listing(
 
 def fetch_page(listing: Listing) -> Page:
     """One page of `listing` (one job more is read to know whether another page follows)."""
+    if listing.searching:
+        return search_page(listing)
     wanted = listing.limit + 1
     records = _read(listing, limit=min(wanted, LIST_LIMIT_MAX))
     if len(records) > listing.limit:
@@ -168,3 +193,97 @@ def _read(listing: Listing, *, limit: int, after: int | None = None) -> list[Job
         limit=limit,
         after=listing.after if after is None else after,
     )
+
+
+# -- search -----------------------------------------------------------------------------------
+# A search term (kind prefix, error text, argument value) may match few of many jobs, so a
+# search page reads a bounded id window: `SEARCH_WINDOW` ids per store call, newest first, and
+# at most `SEARCH_BUDGET` ids per page. A page that used its budget before it filled says so
+# (`Page.searched`) and links to the older jobs.
+
+#: Job ids one store call of a search looks at.
+SEARCH_WINDOW = 5_000
+#: Job ids one search page looks at, at most.
+SEARCH_BUDGET = 20_000
+#: Longest search text and argument JSON accepted.
+SEARCH_TEXT_MAX = 1_000
+
+
+def _printable_problem(text: str) -> str | None:
+    if "\x00" in text or any("\ud800" <= c <= "\udfff" for c in text):
+        return "contains a NUL or a lone surrogate"
+    if len(text) > SEARCH_TEXT_MAX:
+        return f"is longer than {SEARCH_TEXT_MAX} characters"
+    return None
+
+
+def parse_search_text(field: str, text: str) -> str:
+    """A kind prefix or error text: non-empty printable text."""
+    if text == "":
+        raise BadInput(field, f"{field} must not be empty", code=_CODE)
+    problem = _printable_problem(text)
+    if problem is not None:
+        raise BadInput(field, f"{field} {problem}", code=_CODE)
+    return text
+
+
+def parse_args(text: str) -> str:
+    """An argument search: the text of a JSON object, e.g. ``{"customer_id": 7}``."""
+    example = 'args must be a JSON object, e.g. {"customer_id": 7}'
+    problem = _printable_problem(text)
+    if problem is not None:
+        raise BadInput("args", f"args {problem}", code=_CODE)
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise BadInput("args", f"{example}; {text!r} is not JSON", code=_CODE) from None
+    if not isinstance(value, dict) or not value:
+        raise BadInput("args", f"{example} with at least one key, got {text!r}", code=_CODE)
+    return text
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def search_terms(listing: Listing) -> dict[str, Any]:
+    """`listing`'s search terms as the facade's `jobs.list` takes them."""
+    return {
+        "kind_prefix": listing.kind_prefix,
+        "error": listing.error,
+        "args": None if listing.args is None else json.loads(listing.args),
+    }
+
+
+def newest_id() -> int | None:
+    """The id of the newest job, None when there is none."""
+    newest = jobs.list(limit=1)
+    return newest[0].id if newest else None
+
+
+def search_page(listing: Listing, *, budget: int | None = None) -> Page:
+    """One page of a search: windows of ids below `listing.after`, newest first, until the
+    page is full or `budget` ids were looked at."""
+    budget = SEARCH_BUDGET if budget is None else budget
+    newest = newest_id()
+    top = listing.after if listing.after is not None else (newest or 0) + 1
+    floor, terms = top, search_terms(listing)
+    found: list[JobRecord] = []
+    while floor > 1 and top - floor < budget and len(found) <= listing.limit:
+        low = max(1, floor - SEARCH_WINDOW, top - budget)
+        asked = min(listing.limit + 1 - len(found), LIST_LIMIT_MAX)
+        records = jobs.list(
+            state=listing.state,
+            queue=listing.queue,
+            kind=listing.kind,
+            limit=asked,
+            after=floor,
+            min_id=low,
+            **terms,
+        )
+        found += records
+        floor = records[-1].id if len(records) == asked else low
+    if len(found) > listing.limit:
+        found = found[: listing.limit]
+        return Page(found, found[-1].id, searched=(found[-1].id, top - 1))
+    return Page(found, floor if floor > 1 else None, searched=(floor, top - 1))

@@ -50,6 +50,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from anole_jobs.limits import Limits, RuntimeLimits
+from anole_jobs.stores.search import BulkAction
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
 
@@ -211,6 +212,15 @@ class ListFilter:
     limit: int = 100
     after: int | None = None
     workflow: str | None = None
+    # -- search (see stores/search.py for what each term matches) --
+    #: Only jobs whose kind starts with this text.
+    kind_prefix: str | None = None
+    #: Only jobs whose last error ("<type>: <message>") contains this text, in any case.
+    error: str | None = None
+    #: Only jobs whose arguments contain this JSON object (as PostgreSQL's ``jsonb @>``).
+    args: Mapping[str, Any] | None = None
+    #: Only jobs with an id from this one up: the window that bounds a search's reads.
+    min_id: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -570,6 +580,43 @@ class Store(ABC):
         jobs (see `anole_jobs.stores.stats` for what counts where), so this reads minutes,
         never jobs. Minutes older than `STATS_KEEP` may be gone."""
         raise NotImplementedError(f"the {self.name} store keeps no statistics")
+
+    # -- bulk actions ----------------------------------------------------------------------
+    def act(
+        self,
+        action: BulkAction,
+        ids: Collection[int],
+        *,
+        state: State | None,
+        now: datetime,
+    ) -> int:
+        """Apply `action` to each job of `ids` (at most `BULK_BATCH_MAX`) that still exists
+        and, when `state` is given, is still in that state; return how many it changed.
+
+        - ``retry``: as `retry`, for a job neither ``running`` nor ``available`` (a running
+          job stays with its worker; an available one is already due). Changed: it became
+          ``available``. A job whose unique key another live job holds is left as it is.
+        - ``cancel``: as `cancel`: a waiting or running job becomes ``cancelled`` (a running
+          job's worker loses it at its next heartbeat); a finished one is left as it is.
+        - ``delete``: as `delete`, whatever the job's state.
+
+        This default calls the one-job methods (each atomic on its own); a store may do a
+        batch in one statement or script. Wakes queues and result waiters as those do."""
+        done = 0
+        for job_id in ids:
+            before = self.get(job_id)
+            if before is None or (state is not None and before.state != state):
+                continue
+            if action == "delete":
+                done += self.delete(job_id)
+            elif action == "cancel":
+                if before.state in LIVE_STATES:
+                    after = self.cancel(job_id, now=now)
+                    done += after is not None and after.state == "cancelled"
+            elif before.state not in ("running", "available"):
+                after = self.retry(job_id, now=now)
+                done += after is not None and after.state == "available"
+        return done
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import copy
 import heapq
 import itertools
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,6 +42,7 @@ from anole_jobs.stores.base import (
     ended_ids,
     woken_queues,
 )
+from anole_jobs.stores.search import BulkAction, search_matches, searches
 from anole_jobs.stores.stats import (
     MinuteCounters,
     Resolution,
@@ -501,7 +502,7 @@ class MemoryStore(Store):
         with self._lock:
             rows = [
                 row
-                for row in self._rows.values()
+                for row in self._candidates(filter)
                 if (filter.state is None or row.state == filter.state)
                 and (filter.queue is None or row.queue == filter.queue)
                 and (filter.kind is None or row.kind == filter.kind)
@@ -510,9 +511,28 @@ class MemoryStore(Store):
                     filter.workflow is None
                     or (row.step is not None and row.step.workflow_id == filter.workflow)
                 )
+                and (filter.min_id is None or row.id >= filter.min_id)
+                and (
+                    not searches(filter)
+                    or search_matches(filter, kind=row.kind, args=row.args, errors=row.errors)
+                )
             ]
             rows.sort(key=lambda r: r.id, reverse=True)
             return [row.record() for row in rows[:limit]]
+
+    def _candidates(self, filter: ListFilter) -> Iterable[_Row]:
+        """The rows a listing looks at: a search's id window only, when it names one."""
+        if filter.min_id is None or filter.after is None:
+            return list(self._rows.values())
+        window = range(filter.after - 1, filter.min_id - 1, -1)
+        return [row for row in map(self._rows.get, window) if row is not None]
+
+    def act(
+        self, action: BulkAction, ids: Collection[int], *, state: State | None, now: datetime
+    ) -> int:
+        # The one-job methods under this store's (re-entrant) lock: the batch is atomic.
+        with self._lock:
+            return super().act(action, ids, state=state, now=now)
 
     def counts(self) -> dict[str, dict[str, int]]:
         with self._lock:

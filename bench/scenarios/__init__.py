@@ -14,6 +14,7 @@ from bench.scenarios import (
     processes,
     runtime,
     scaleout,
+    search,
     soak,
     stats,
     step,
@@ -32,5 +33,6 @@ SCENARIOS = {
         soak,
         processes,
         stats,
+        search,
     )
 }

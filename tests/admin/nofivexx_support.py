@@ -168,6 +168,8 @@ class JsonOperation:
         cron = self.path.startswith("/cron")
         value = name if name is not None else ("nightly" if cron else "default")
         path = self.path.replace("{job_id}", str(job_id)).replace("{name}", value)
+        if path.startswith("/bulk"):  # a bulk action needs a filter: one that matches nothing
+            path = path.replace("{action}", "retry") + "?kind=no.such.kind"
         return MOUNT.rstrip("/") + path
 
 

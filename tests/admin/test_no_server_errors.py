@@ -127,6 +127,10 @@ DASHBOARD_PAGES = (
     Page("dashboard", "POST", DASHBOARD + "jobs/{job}/cancel", (302,)),
     Page("dashboard", "POST", DASHBOARD + "jobs/{job}/delete", (302,)),
     Page("dashboard", "POST", DASHBOARD + "cron/nightly/trigger", (302,)),
+    # search and bulk actions
+    Page("dashboard", "GET", DASHBOARD + 'jobs/?args={"tag":1}&error=x&kind_prefix=t', (200,)),
+    Page("dashboard", "GET", DASHBOARD + "bulk/retry?state=dead", (200,)),
+    Page("dashboard", "POST", DASHBOARD + "bulk/cancel", (302,), data={"kind": ["no.such"]}),
 )
 ADMIN_PAGES = (
     Page("admin", "GET", ADMIN, (200,), (200,), reads_store=False),

@@ -43,6 +43,8 @@ def url_of(route: Route, env: Any) -> str:
     if "<str:job_id>" in path:
         path = path.replace("<str:job_id>", str(env.jobs.enqueue(Work()).id))
     path = path.replace("<anole_name:name>", "nightly" if path.startswith("cron") else "default")
+    if path.startswith("bulk"):  # a bulk action needs a filter: one that matches nothing
+        path = path.replace("<str:action>", "retry") + "?kind=no.such.kind"
     return MOUNT + path
 
 

@@ -21,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
+from anole_jobs.management import bulk_cli
 from anole_jobs.operations import actions
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.clock import now as clock_now
@@ -145,6 +146,8 @@ def _constant(text: str) -> Callable[[], str]:
 class Command(BaseCommand):
     help = "Look at and operate anole_jobs jobs, queues and cron entries."
     requires_system_checks: list[str] = []
+    #: Tests pass `stdin` (the bulk actions' confirmation reads it).
+    stealth_options = ("stdin",)
 
     def add_arguments(self, parser: CommandParser) -> None:
         commands = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
@@ -166,6 +169,7 @@ class Command(BaseCommand):
         listing.add_argument(
             "--after", type=argument(parse_after), help="ids below this one (the next page)"
         )
+        bulk_cli.add_search_options(listing)
         sub("show", "one job in full").add_argument("id", type=argument(parse_job_id))
         sub("counts", "jobs per queue and state")
         sub("queues", "every queue: paused or not, and its jobs per state")
@@ -174,9 +178,9 @@ class Command(BaseCommand):
             ("cancel", "cancel waiting or running jobs"),
             ("delete", "delete jobs"),
         ):
-            sub(name, what).add_argument(
-                "ids", type=argument(parse_job_id), nargs="+", metavar="ID"
-            )
+            command = sub(name, what)
+            command.add_argument("ids", type=argument(parse_job_id), nargs="*", metavar="ID")
+            bulk_cli.add_bulk_options(command)
         for name, what in (
             ("pause", "stop every worker claiming a queue's jobs"),
             ("resume", "let workers claim a paused queue's jobs again"),
@@ -194,6 +198,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options.get("json"))
+        self.stdin = options.get("stdin")
         action = getattr(self, "do_" + options["subcommand"].replace("-", "_"))
         try:
             action(options)
@@ -241,13 +246,18 @@ class Command(BaseCommand):
                 kind=options["kind"],
                 limit=options["limit"],
                 after=options["after"],
+                kind_prefix=options["kind_prefix"],
+                error=options["error"],
+                args=options["args_json"],
             )
         )
 
         def human() -> str:
-            if not page.records:
+            if not page.records and page.searched is None:
                 return "no jobs"
-            text = self.job_rows(page.records)
+            text = self.job_rows(page.records) if page.records else "no matching jobs"
+            if page.searched is not None:  # a search: it looked at a window of ids
+                text += f"\nsearched ids {page.searched[0]} to {page.searched[1]}"
             if page.next_after is not None:
                 text += f"\nmore: --after {page.next_after}"
             return text
@@ -319,13 +329,32 @@ class Command(BaseCommand):
             raise SystemExit(1)
 
     def do_retry(self, options: dict[str, Any]) -> None:
+        if self.bulk("retry", options):
+            return
         self.each_job(options["ids"], actions.retry, "retried")
 
     def do_cancel(self, options: dict[str, Any]) -> None:
+        if self.bulk("cancel", options):
+            return
         self.each_job(options["ids"], actions.cancel, "cancelled")
 
     def do_delete(self, options: dict[str, Any]) -> None:
+        if self.bulk("delete", options):
+            return
         self.each_job(options["ids"], actions.delete, "deleted")
+
+    def bulk(self, action: Any, options: dict[str, Any]) -> bool:
+        """Act on every job the filters match (bulk_cli); False when ids were given."""
+        if bulk_cli.wants_bulk(options):
+            bulk_cli.run_bulk(self, action, options, self.stdin)
+            return True
+        if not options["ids"]:
+            raise CommandError(
+                "give job ids, or filters (--state, --queue, --kind, --kind-prefix, --error, "
+                "--args) to act on every matching job",
+                returncode=2,
+            )
+        return False
 
     def do_counts(self, options: dict[str, Any]) -> None:
         counts = payloads.counts(jobs.counts())

@@ -54,6 +54,7 @@ from anole_jobs.stores.base import (
     NewStep,
     NewWorkflow,
     RunRef,
+    State,
     Store,
     WorkflowRow,
     ended_ids,
@@ -68,6 +69,7 @@ from anole_jobs.stores.database.ddl import (
 )
 from anole_jobs.stores.database.limits import SQLLimits
 from anole_jobs.stores.database.workflows import Settled
+from anole_jobs.stores.search import BulkAction, search_matches
 from anole_jobs.stores.stats import (
     STATS_KEEP,
     Resolution,
@@ -110,6 +112,8 @@ INSERT_ROUNDS = 8
 FOLD_AFTER = 1_000
 #: Delta rows of the stat table a `stats()` read sums past which it folds them (PostgreSQL).
 STAT_FOLD_AFTER = 20_000
+#: Rows a search that tests its terms in Python reads per statement.
+SEARCH_CHUNK = 500
 
 
 def literals(states: Collection[str]) -> str:
@@ -562,6 +566,20 @@ class SQLStore(SQLLimits, Store):
             if value is not None:
                 where.append(f"{column} {'<' if column == 'id' else '='} %s")
                 params.append(value)
+        # -- search: the window and the kind prefix in SQL; error and args per vendor --
+        if filter.min_id is not None:
+            where.append("id >= %s")
+            params.append(filter.min_id)
+        if filter.kind_prefix is not None:
+            where.append("substr(kind, 1, %s) = %s")
+            params += [len(filter.kind_prefix), filter.kind_prefix]
+        if filter.error is not None or filter.args is not None:
+            conditions, values, exact = self.search_sql(filter)
+            where += conditions
+            params += values
+            if not exact:
+                return self._list_tested(filter, where, params, limit)
+        # -- end of search --
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         with self.cursor() as cursor:
             cursor.execute(
@@ -569,6 +587,109 @@ class SQLStore(SQLLimits, Store):
                 [*params, limit],
             )
             return [self.record(row) for row in cursor.fetchall()]
+
+    def search_sql(self, filter: ListFilter) -> tuple[builtins.list[str], builtins.list[Any], bool]:
+        """The conditions (and their parameters) that test `filter`'s error and args terms in
+        SQL, and whether they test them exactly; when not, they only narrow the rows, and
+        `_list_tested` tests each row in Python."""
+        return [], [], False
+
+    def _list_tested(
+        self, filter: ListFilter, where: builtins.list[str], params: builtins.list[Any], limit: int
+    ) -> builtins.list[JobRecord]:
+        """`list` with the error and args terms tested in Python, reading the rows the SQL
+        conditions pick newest first, a chunk at a time (a search's id window bounds them)."""
+        found: builtins.list[JobRecord] = []
+        below = filter.after
+        while len(found) < limit:
+            conditions = [*where, "id < %s"] if below is not None else where
+            clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+            with self.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT {self.select()} FROM {self.job_table}{clause}"
+                    " ORDER BY id DESC LIMIT %s",
+                    [*params, *([below] if below is not None else []), SEARCH_CHUNK],
+                )
+                rows = cursor.fetchall()
+            for row in rows:
+                record = self.record(row)
+                if search_matches(filter, kind=record.kind, args=record.args, errors=record.errors):
+                    found.append(record)
+            if len(rows) < SEARCH_CHUNK:
+                break
+            below = rows[-1][0]
+        return found[:limit]
+
+    # -- bulk actions: one statement per batch --
+    def ids_sql(self, ids: Collection[int]) -> tuple[str, builtins.list[Any]]:
+        """``id IN`` `ids`, as one parameter."""
+        return "id IN (SELECT value FROM json_each(%s))", [encode_json(sorted(ids))]
+
+    def act(
+        self, action: BulkAction, ids: Collection[int], *, state: State | None, now: datetime
+    ) -> int:
+        if not ids:
+            return 0
+        where, params = self.ids_sql(ids)
+        if state is not None:
+            where += f" AND state = {literals([state])}"
+        if action == "delete":
+            with self.writing(), self.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {self.job_table} WHERE {where} RETURNING id", params)
+                gone = [row[0] for row in cursor.fetchall()]
+            self.send_done_notify(gone)
+            self.finished_at_commit(gone)
+            return len(gone)
+        if action == "cancel":
+            with self.writing(), self.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {self.job_table} SET state = 'cancelled', finished_at = %s,"
+                    " lease_until = NULL,"
+                    " unique_lock = CASE WHEN unique_scope = 'any' THEN unique_lock ELSE NULL END"
+                    f" WHERE {where} AND state IN ({LIVE}) RETURNING id",
+                    [self.encode_time(now), *params],
+                )
+                ended = [row[0] for row in cursor.fetchall()]
+            self.send_done_notify(ended)
+            self.finished_at_commit(ended)
+            return len(ended)
+        return self._retry_batch(where, params, ids, state=state, now=now)
+
+    def _retry_batch(
+        self,
+        where: str,
+        params: builtins.list[Any],
+        ids: Collection[int],
+        *,
+        state: State | None,
+        now: datetime,
+    ) -> int:
+        table = self.job_table
+        try:
+            with transaction.atomic(using=self.alias), self.cursor() as cursor:
+                # As `retry`, for the batch: a job whose key another job holds stays as it is.
+                cursor.execute(
+                    f"UPDATE {table} SET state = 'available', scheduled_at = %s,"
+                    " finished_at = NULL, lease_until = NULL, unique_lock = unique_key,"
+                    " result = NULL,"
+                    " max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1"
+                    f" ELSE max_attempts END WHERE {where}"
+                    " AND state NOT IN ('running', 'available')"
+                    " AND (unique_key IS NULL OR unique_lock IS NOT NULL"
+                    f" OR NOT EXISTS (SELECT 1 FROM {table} AS other"
+                    f" WHERE other.unique_lock = {table}.unique_key))"
+                    " RETURNING queue",
+                    [self.encode_time(now), *params],
+                )
+                queues = [row[0] for row in cursor.fetchall()]
+                if queues:
+                    self.send_notify(sorted(set(queues)))
+        except IntegrityError:
+            # Two jobs of the batch share a free unique key (or a concurrent insert took one):
+            # one job at a time, as `retry` decides each.
+            return super().act("retry", ids, state=state, now=now)
+        self.wake_at_commit(set(queues))
+        return len(queues)
 
     def counts(self) -> dict[str, dict[str, int]]:
         # The count table, never the job table: one row per (queue, state) on SQLite, and on

@@ -27,6 +27,7 @@ from anole_jobs.stores.base import (
     ClaimedJob,
     Finish,
     JobRecord,
+    ListFilter,
     NewJob,
     Rescued,
     RunRef,
@@ -163,6 +164,25 @@ class PostgresStore(SQLStore):
 
     def in_list(self, column: str, values: Collection[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(%s::text[])", [list(values)]
+
+    # -- search and bulk actions in SQL (see stores/search.py for the rule) --
+    def search_sql(self, filter: ListFilter) -> tuple[list[str], list[Any], bool]:
+        where: list[str] = []
+        params: list[Any] = []
+        if filter.error is not None:
+            where.append(
+                "jsonb_array_length(errors) > 0 AND strpos(lower("
+                "coalesce(errors->-1->>'type', '') || ': ' || coalesce(errors->-1->>'message', '')"
+                "), lower(%s)) > 0"
+            )
+            params.append(filter.error)
+        if filter.args is not None:
+            where.append("args @> %s::jsonb")
+            params.append(encode_json(filter.args))
+        return where, params, True
+
+    def ids_sql(self, ids: Collection[int]) -> tuple[str, list[Any]]:
+        return "id = ANY(%s::bigint[])", [sorted(ids)]
 
     def write_lock(self) -> AbstractContextManager[None]:
         return transaction.atomic(using=self.alias)

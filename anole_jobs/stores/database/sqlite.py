@@ -16,6 +16,7 @@ connection's time zone, UTC by default), which sort correctly as text. Needs SQL
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
@@ -25,7 +26,7 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from anole_jobs.conf import Settings
-from anole_jobs.stores.base import ErrorEntry, Finish, NewJob, Rescued, RunRef
+from anole_jobs.stores.base import ErrorEntry, Finish, ListFilter, NewJob, Rescued, RunRef
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
     FINAL,
@@ -99,6 +100,11 @@ class SqliteStore(SQLStore):
 
     def in_list(self, column: str, values: Collection[Any]) -> tuple[str, list[Any]]:
         return f"{column} IN (SELECT value FROM json_each(%s))", [encode_json(list(values))]
+
+    def search_sql(self, filter: ListFilter) -> tuple[list[str], list[Any], bool]:
+        # Narrowed in SQL, tested exactly in Python (jsonb's containment has no SQLite form).
+        where, params = _narrowing(filter)
+        return where, params, False
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
@@ -328,6 +334,30 @@ def _began(connection: Any) -> bool:
     """Whether this store's own transaction is open on `connection` (a write lock held)."""
     raw = connection.connection
     return raw is not None and raw.in_transaction
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _narrowing(filter: ListFilter) -> tuple[list[str], list[Any]]:
+    """SQL conditions every row matching `filter`'s error and args terms meets, so that only
+    those rows reach Python's exact test: the error text (ASCII only: SQLite's lower() folds
+    nothing else) and each top-level key of args with a number or string value."""
+    where: list[str] = []
+    params: list[Any] = []
+    if filter.error is not None and filter.error.isascii():
+        where.append(
+            "json_array_length(errors) > 0 AND instr(lower("
+            "coalesce(json_extract(errors, '$[#-1].type'), '') || ': ' ||"
+            " coalesce(json_extract(errors, '$[#-1].message'), '')), %s) > 0"
+        )
+        params.append(filter.error.lower())
+    for key, value in (filter.args or {}).items():
+        plain = isinstance(value, (int, float, str)) and not isinstance(value, bool)
+        if plain and _PLAIN_KEY.fullmatch(key):
+            where.append(f"json_extract(args, '$.{key}') = %s")
+            params.append(value)
+    return where, params
 
 
 def check_version(version: tuple[int, ...]) -> str | None:

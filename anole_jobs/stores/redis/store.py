@@ -59,6 +59,7 @@ from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, ti
 from anole_jobs.stores.redis.limits import RedisLimits
 from anole_jobs.stores.redis.listener import Listener, encode
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
+from anole_jobs.stores.search import search_matches, searches
 from anole_jobs.stores.stats import (
     STAT_COLUMNS,
     STATS_KEEP,
@@ -78,6 +79,8 @@ SCRIPTS_DIR = Path(__file__).with_name("scripts")
 INSERT_STATES = ("available", "scheduled", "retrying")
 #: Index entries one `list` script call may walk before handing back a cursor.
 LIST_SCAN_BUDGET = 5_000
+#: Jobs one list call returns to a search, which tests its terms in Python.
+SEARCH_CHUNK = 500
 #: Most jobs one claim/stage/rescue/prune script call moves. A script blocks the whole Redis
 #: server while it runs, so larger limits are served by several calls (each one atomic).
 SCRIPT_CHUNK = 1_000
@@ -474,22 +477,32 @@ class RedisStore(RedisLimits, Store):
             return []  # no job has an empty queue or kind, nor an id below 1
         records: list[JobRecord] = []
         cursor = "" if filter.after is None else str(filter.after)
+        # A search tests its terms here, on chunks the script returns (its id window bounds them).
+        search = searches(filter)
         while len(records) < limit:
             reply = self._run(
                 "list",
                 cursor,
-                limit - len(records),
+                SEARCH_CHUNK if search else limit - len(records),
                 LIST_SCAN_BUDGET,
                 filter.state or "",
                 filter.queue or "",
                 filter.kind or "",
                 filter.workflow or "",
+                "" if filter.min_id is None else max(filter.min_id, 0),
             )
-            records.extend(_record(_decode(encoded)) for encoded in reply[1:])
+            found = [_record(_decode(encoded)) for encoded in reply[1:]]
+            if search:
+                found = [
+                    r
+                    for r in found
+                    if search_matches(filter, kind=r.kind, args=r.args, errors=r.errors)
+                ]
+            records.extend(found)
             cursor = _text(reply[0])
             if not cursor:
                 break
-        return records
+        return records[:limit]
 
     def counts(self) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}

@@ -1,6 +1,7 @@
 -- list: ARGV[2] cursor (ids below it; '' = from the newest), [3] limit, [4] scan budget,
 -- [5] state, [6] queue, [7] kind, [8] workflow id (each '' when not filtered; queue and kind
--- names are never empty). Walks the smallest matching id index newest first, checks the other filters on the
+-- names are never empty), [9] lowest id (a search's window; '' = none). Walks the smallest
+-- matching id index newest first, checks the other filters on the
 -- job hash, and stops after `limit` matches or `budget` index entries, so one call never blocks
 -- Redis for long; the caller continues from the returned cursor.
 -- Returns {next cursor ('' = exhausted), job record, ...}.
@@ -21,9 +22,10 @@ end
 local out = {''}
 local found, scanned = 0, 0
 local top = cursor == '' and '+' or '(' .. pid(cursor)
+local bottom = (ARGV[9] or '') == '' and '-' or '[' .. pid(ARGV[9])
 while found < limit and scanned < budget do
   local chunk = math.min(limit - found, budget - scanned)
-  local members = redis.call('ZREVRANGEBYLEX', index, top, '-', 'LIMIT', 0, chunk)
+  local members = redis.call('ZREVRANGEBYLEX', index, top, bottom, 'LIMIT', 0, chunk)
   for _, member in ipairs(members) do
     local id = member_id(member)
     local h = redis.call('HMGET', K_job(id), 'state', 'queue', 'kind', 'wf')
