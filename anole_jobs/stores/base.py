@@ -26,6 +26,7 @@ A store never imports the service, the worker, maintenance, metrics, tracing or 
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
+from anole_jobs.stores.workers import WorkerRecord
 
 State = Literal["scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"]
 STATES: tuple[State, ...] = (
@@ -446,3 +448,24 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections the store opened itself."""
+
+    # -- workers: which runtimes are alive and what they hold (see stores/workers.py) --------
+    @abstractmethod
+    def record_worker(self, worker: WorkerRecord) -> None:
+        """Create or replace the record of the worker `worker.id`, in one round trip. A
+        runtime calls it on its heartbeat cadence, never per job."""
+
+    @abstractmethod
+    def workers(self, *, now: datetime) -> builtins.list[WorkerRecord]:
+        """The recorded workers whose `expires_at` is later than `now`, by host, pid and id.
+        A record past its expiry is never listed, whether or not it was pruned yet."""
+
+    @abstractmethod
+    def remove_worker(self, worker_id: str) -> bool:
+        """Delete the record of `worker_id` (a runtime stopping cleanly); False if none."""
+
+    @abstractmethod
+    def prune_workers(self, *, now: datetime) -> int:
+        """Delete every record whose `expires_at` is `now` or earlier (processes that died
+        without removing theirs); return how many. The leader calls it with `prune`. A record
+        renewed meanwhile is kept: the check and the delete are one atomic step."""

@@ -35,6 +35,7 @@ from anole_jobs.stores.base import (
     ended_ids,
     woken_queues,
 )
+from anole_jobs.stores.workers import MemoryWorkers
 
 
 @dataclass(kw_only=True)
@@ -91,7 +92,7 @@ class _Row:
         return self.state == "running" and self.attempt == run.attempt and self.token == run.token
 
 
-class MemoryStore(Store):
+class MemoryStore(MemoryWorkers, Store):
     name = "memory"
 
     def __init__(self) -> None:

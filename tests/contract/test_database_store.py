@@ -196,6 +196,7 @@ def test_a_custom_prefix_keeps_the_migration_clean_and_matches_the_ddl(tmp_path:
         "custom_cron",
         "custom_queue",
         "custom_count",
+        "custom_worker",
     }
     assert {name for kind, name, _, _ in schema if kind == "trigger"} == {
         "custom_count_insert",
@@ -220,6 +221,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0002_queue",
             "0003_counts",
             "0004_result",
+            "0009_workers",
         ]
 
 
@@ -288,7 +290,7 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
             cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 33 and len(expected["indexes"]) == 16
+    assert len(expected["columns"]) == 40 and len(expected["indexes"]) == 18
     assert len(expected["triggers"]) == 4 and len(expected["functions"]) == 1
     assert built == expected
 

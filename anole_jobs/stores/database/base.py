@@ -55,6 +55,7 @@ from anole_jobs.stores.base import (
     ended_ids,
 )
 from anole_jobs.stores.database.ddl import channel, done_channel, tables
+from anole_jobs.stores.database.workers import SQLWorkers
 
 #: The columns every read selects, in `_record`'s order.
 COLUMNS = (
@@ -107,7 +108,7 @@ def decode_json(value: object) -> Any:
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
-class SQLStore(Store):
+class SQLStore(SQLWorkers, Store):
     """The durable store on one Django database alias; subclassed per vendor."""
 
     vendor: str = ""

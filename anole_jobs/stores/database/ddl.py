@@ -76,6 +76,7 @@ class Tables:
     cron: str
     queue: str  # one row per queue that was ever paused (migration 0002)
     count: str  # job counts per queue and state, kept by triggers (migration 0003)
+    worker: str = ""  # one row per running worker process (migration 0009)
 
 
 def tables(prefix: str) -> Tables:
@@ -85,6 +86,7 @@ def tables(prefix: str) -> Tables:
         cron=prefix + "cron",
         queue=prefix + "queue",
         count=prefix + "count",
+        worker=prefix + "worker",
     )
 
 
@@ -431,6 +433,42 @@ def result_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     return [f'ALTER TABLE "{tables(prefix).job}" ADD COLUMN {_RESULT_COLUMN[vendor]}']
 
 
+_WORKER_TABLE = {
+    "postgresql": """\
+CREATE TABLE "{worker}" (
+    "id" text NOT NULL PRIMARY KEY,
+    "host" text NOT NULL,
+    "pid" bigint NOT NULL,
+    "started_at" timestamp with time zone NOT NULL,
+    "last_seen" timestamp with time zone NOT NULL,
+    "expires_at" timestamp with time zone NOT NULL,
+    "info" jsonb NOT NULL
+)""",
+    "sqlite": """\
+CREATE TABLE "{worker}" (
+    "id" text NOT NULL PRIMARY KEY,
+    "host" text NOT NULL,
+    "pid" bigint NOT NULL,
+    "started_at" datetime NOT NULL,
+    "last_seen" datetime NOT NULL,
+    "expires_at" datetime NOT NULL,
+    "info" text NOT NULL CHECK ((JSON_VALID("info") OR "info" IS NULL))
+)""",
+}
+
+
+def worker_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Migration 0009: the worker table, one row per running worker process (a model, so
+    Django's ``flush`` empties it like the job table)."""
+    _check(vendor, prefix)
+    table = tables(prefix).worker
+    created = [_WORKER_TABLE[vendor].format(worker=table)]
+    if vendor == "postgresql":
+        like = pg_like_index_name(table, "id")
+        created.append(f'CREATE INDEX "{like}" ON "{table}" ("id" text_pattern_ops)')
+    return created
+
+
 def statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     """`sql()` as a list of statements, without their ``;`` (a function body holds some)."""
     _check(vendor, prefix)
@@ -438,6 +476,7 @@ def statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
         _table_statements(vendor, prefix)
         + count_statements(vendor, prefix)
         + result_statements(vendor, prefix)
+        + worker_statements(vendor, prefix)
     )
 
 
@@ -447,12 +486,15 @@ def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
     ``MIGRATE=False`` users who manage their schema themselves. Statements end with ``;`` and
     a newline; the part of migration 0003 (the job counts) starts at the line
     ``-- job counts (migration 0003)``, that of migration 0004 (job results) at
-    ``-- job results (migration 0004)``."""
+    ``-- job results (migration 0004)``, that of migration 0009 (workers) at
+    ``-- workers (migration 0009)``."""
     _check(vendor, prefix)
     tables_part = "".join(s + ";\n" for s in _table_statements(vendor, prefix))
     counts_part = "".join(s + ";\n" for s in count_statements(vendor, prefix))
     results_part = "".join(s + ";\n" for s in result_statements(vendor, prefix))
+    workers_part = "".join(s + ";\n" for s in worker_statements(vendor, prefix))
     return (
         f"{tables_part}-- job counts (migration 0003)\n{counts_part}"
         f"-- job results (migration 0004)\n{results_part}"
+        f"-- workers (migration 0009)\n{workers_part}"
     )

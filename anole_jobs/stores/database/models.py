@@ -20,7 +20,7 @@ from anole_jobs.stores.database.ddl import (
     unique_lock_name,
 )
 
-__all__ = ["Cron", "Job", "Leader", "MIGRATE", "Queue", "TABLE_PREFIX"]
+__all__ = ["Cron", "Job", "Leader", "MIGRATE", "Queue", "TABLE_PREFIX", "Worker"]
 
 TABLE_PREFIX, MIGRATE = configured()
 _TABLES = tables(TABLE_PREFIX)
@@ -130,4 +130,23 @@ class Queue(models.Model):
     class Meta:
         app_label = "anole_jobs"
         db_table = _TABLES.queue
+        managed = MIGRATE
+
+
+class Worker(models.Model):
+    """One running worker process (a runtime) as it last reported itself on its heartbeat:
+    listed while `expires_at` is ahead, deleted by the leader's prune after. `info` holds the
+    rest of its record (version, queues and slots, the jobs it holds) as JSON."""
+
+    id = models.TextField(primary_key=True)
+    host = models.TextField()
+    pid = models.BigIntegerField()
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    info = models.JSONField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.worker
         managed = MIGRATE

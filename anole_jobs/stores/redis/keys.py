@@ -26,6 +26,9 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P leader``                    string  ``"<instance>|<expiry key>"``, with PX for cleanup
 ``P cron``                      hash    ``name -> "<tick key>|<last job id>"``
 ``P paused``                    hash    ``queue -> <paused-at time key>`` (claim.lua reads it)
+``P workers``                   hash    ``worker id -> its record as JSON`` (worker presence)
+``P worker_expiry``             zset    worker ids; score = the record's expiry in seconds since
+                                        the Unix epoch (a double: presence needs no microsecond)
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -149,6 +152,12 @@ class Keys:
     def paused(self) -> str:
         return f"{self.prefix}paused"
 
+    def workers(self) -> str:
+        return f"{self.prefix}workers"
+
+    def worker_expiry(self) -> str:
+        return f"{self.prefix}worker_expiry"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -185,6 +194,8 @@ local function K_counts() return P .. 'counts' end
 local function K_leader() return P .. 'leader' end
 local function K_cron() return P .. 'cron' end
 local function K_paused() return P .. 'paused' end
+local function K_workers() return P .. 'workers' end
+local function K_worker_expiry() return P .. 'worker_expiry' end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

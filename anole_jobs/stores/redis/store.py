@@ -53,6 +53,7 @@ from anole_jobs.stores.redis import keys
 from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, time_key
 from anole_jobs.stores.redis.listener import Listener, encode
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
+from anole_jobs.stores.redis.workers import RedisWorkers
 from anole_jobs.stores.wakeups import Subscription
 
 logger = logging.getLogger("anole_jobs.stores.redis")
@@ -161,7 +162,7 @@ def _json_list(values: list[str]) -> str:
     return json.dumps(values, separators=(",", ":"))
 
 
-class RedisStore(Store):
+class RedisStore(RedisWorkers, Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
     name = "redis"
