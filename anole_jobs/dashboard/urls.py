@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from anole_jobs.dashboard import views
+from anole_jobs.dashboard import views, workers
 from anole_jobs.operations import names  # noqa: F401 - registers the name converter
 
 app_name = "dashboard"
@@ -25,5 +25,6 @@ urlpatterns = [
     path("jobs/<str:job_id>/cancel", views.cancel, name="cancel"),
     path("jobs/<str:job_id>/delete", views.delete, name="delete"),
     path("cron/", views.cron, name="cron"),
+    path("workers/", workers.workers, name="workers"),
     path("cron/<anole_name:name>/trigger", views.cron_trigger, name="cron_trigger"),
 ]

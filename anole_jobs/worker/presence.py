@@ -40,9 +40,11 @@ def host_label() -> str:
 
 
 def version() -> str:
-    from anole_jobs import __version__
+    """The installed anole_jobs version (``anole_jobs.__version__``, read without importing
+    the package's public names, which would import the facade from the runtime)."""
+    import sys
 
-    return __version__
+    return str(getattr(sys.modules["anole_jobs"], "__version__", "unknown"))
 
 
 class Presence:

@@ -21,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
+from anole_jobs.management import workers_cli
 from anole_jobs.operations import actions
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.operations.display import display_kind
@@ -144,6 +145,7 @@ class Command(BaseCommand):
             )
         sub("cron", "the CRON entries with their next and last ticks")
         sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
+        sub("workers", workers_cli.HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options.get("json"))
@@ -362,3 +364,5 @@ class Command(BaseCommand):
                 + ("" if result.inserted else " (a unique duplicate: the job already waiting)")
             ),
         )
+
+    do_workers = workers_cli.do_workers
