@@ -14,11 +14,11 @@ from tests.sampleapp.jobs import Work
 from tests.unit.test_runtime import WAIT, Runtime, rt  # noqa: F401 - the fixture
 
 
-def spy_records(rt: Runtime) -> tuple[threading.Condition, list[WorkerRecord]]:
+def spy_records(runtime: Runtime) -> tuple[threading.Condition, list[WorkerRecord]]:
     """Every record the store is given, and a condition notified with each."""
     cond = threading.Condition()
     seen: list[WorkerRecord] = []
-    store = rt.store
+    store = runtime.store
     record_worker = store.record_worker
 
     def spy(worker: WorkerRecord) -> Any:
@@ -31,7 +31,7 @@ def spy_records(rt: Runtime) -> tuple[threading.Condition, list[WorkerRecord]]:
     return cond, seen
 
 
-def test_the_heartbeat_records_busy_slots_and_held_jobs_and_stop_removes_them(rt: Runtime):
+def test_the_heartbeat_records_busy_slots_and_held_jobs_and_stop_removes_them(rt: Runtime):  # noqa: F811
     rt.configure(LEASE=1)  # a heartbeat every third of a second
     cond, seen = spy_records(rt)
     release = rt.gate()
