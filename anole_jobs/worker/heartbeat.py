@@ -30,8 +30,7 @@ class Heartbeat(BackgroundThread):
 
     def run_once(self) -> float:
         extended = self.beat() is not None
-        if self.presence is not None:
-            self.presence.record()
+        if self.presence is not None and self.presence.record_or_log():
             return self.interval
         return self.interval if extended else Idle(self.interval)
 

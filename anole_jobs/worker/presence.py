@@ -68,6 +68,7 @@ class Presence:
         self.pid = os.getpid()
         self.version = version()
         self.started_at: datetime | None = None
+        self._failing = False
 
     def snapshot(self, now: datetime) -> WorkerRecord:
         """The record as of `now`: the queues' busy slots and the jobs held, running first."""
@@ -116,6 +117,26 @@ class Presence:
         worker = self.snapshot(self.service.clock())
         self.service.store.record_worker(worker)
         return worker
+
+    def record_or_log(self) -> bool:
+        """`record`, for the heartbeat: a failure is logged (once until a record succeeds
+        again) and never fails the heartbeat's round, whose back-off would delay the lease
+        extensions that keep the jobs. True when the record was written."""
+        try:
+            self.record()
+        except Exception as exc:  # noqa: BLE001 - presence must never cost a lease
+            if not self._failing:
+                self._failing = True
+                logger.warning(
+                    "could not record this worker in the store (the workers page and "
+                    "`jobs workers` will not list it until this succeeds): %s",
+                    " ".join(str(exc).split()),
+                )
+            return False
+        if self._failing:
+            self._failing = False
+            logger.info("this worker's record is written again")
+        return True
 
     def remove(self, timeout: float) -> bool:
         """Delete the record, waiting at most `timeout` seconds (the exit bound holds even if

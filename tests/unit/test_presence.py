@@ -53,3 +53,40 @@ def test_the_heartbeat_records_busy_slots_and_held_jobs_and_stop_removes_them(rt
     rt.log.wait_finished(9)
     jobs.stop()
     assert jobs.workers() == []
+
+
+def test_a_presence_failure_never_fails_the_heartbeat_round(settings, caplog):
+    from anole_jobs.conf import QueueConfig
+    from anole_jobs.errors import StoreUnavailable
+    from anole_jobs.testing import FakeClock
+    from anole_jobs.worker.heartbeat import Heartbeat
+    from anole_jobs.worker.presence import Presence
+    from anole_jobs.worker.runs import RunRegistry
+
+    settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "CLOCK": FakeClock()}
+    service = jobs.service
+    runs = RunRegistry()
+    presence = Presence(
+        service,
+        worker_id="w:1:x",
+        queues=[QueueConfig(name="default", concurrency=2, drain_timeout=1)],
+        runs=runs,
+        interval=10.0,
+    )
+    heartbeat = Heartbeat(service, runs, presence)
+    store = service.store
+
+    def down(worker: WorkerRecord) -> None:
+        raise StoreUnavailable("the store is down for this test")
+
+    store.record_worker = down
+    with caplog.at_level("WARNING", logger="anole_jobs.worker"):
+        assert heartbeat.round() == heartbeat.interval
+        assert heartbeat.round() == heartbeat.interval
+    assert heartbeat.failures == 0  # no back-off: the leases' heartbeat keeps its pace
+    warnings = [r.getMessage() for r in caplog.records if "could not record" in r.getMessage()]
+    assert len(warnings) == 1 and "the store is down for this test" in warnings[0]
+    del store.record_worker
+    assert heartbeat.round() == heartbeat.interval
+    assert [w.id for w in jobs.workers()] == ["w:1:x"]
+    jobs.reset()
