@@ -131,3 +131,20 @@ def test_records_keep_odd_names_and_large_pids(env):
     )
     env.store.record_worker(record)
     assert env.store.workers(now=env.clock()) == [record]
+
+
+def test_redis_keeps_records_under_the_names_keys_py_gives(env):
+    if env.name != "redis":
+        return  # the other stores have no key names
+    from anole_jobs.stores.redis.keys import LUA
+
+    store = env.store
+    keys = store.keys
+    got = store.client.eval(LUA + "return {K_workers(), K_worker_expiry()}", 0, keys.prefix)
+    assert [value.decode() for value in got] == [keys.workers(), keys.worker_expiry()]
+    record = worker(env)
+    store.record_worker(record)
+    assert store.client.hexists(keys.workers(), record.id)
+    assert store.client.zscore(keys.worker_expiry(), record.id) is not None
+    store.prune_workers(now=env.clock() + TTL)
+    assert not store.client.exists(keys.workers(), keys.worker_expiry())  # nothing left over
