@@ -4,6 +4,8 @@
 #   make test    set up .venv, then run the test suite
 #   make lint    ruff, ruff format --check, mypy, import-linter
 #   make check   the test project's system checks and migration drift
+#   make screenshots  regenerate docs/screenshots/ (a live site, a real worker, Chromium at a
+#                desktop and a phone width; see tools/screenshots.py)
 #   make docs    build the documentation site into site/; open site/index.html in a browser
 #                (links work from disk; the search box needs a server:
 #                python3 -m http.server -d site 8000, then http://127.0.0.1:8000/)
@@ -25,7 +27,7 @@ STAMP := $(VENV)/.anole-installed
 DOCS_STAMP := $(VENV)/.anole-docs-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint check docs venv
+.PHONY: demo test lint check docs venv screenshots
 
 venv:
 	@sh tools/ensure-venv.sh "$(PYTHON)" "$(PYTHON_CHOSEN)" "$(VENV)" "$(STAMP)"
@@ -60,3 +62,6 @@ docs: venv
 	fi
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	@echo "make: the site is in site/; open site/index.html in a browser"
+
+screenshots: venv
+	$(BIN)/python -m tools.screenshots

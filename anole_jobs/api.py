@@ -33,6 +33,7 @@ from anole_jobs.service import (
 )
 from anole_jobs.stores import open_store
 from anole_jobs.stores.base import JobRecord
+from anole_jobs.stores.workers import WorkerRecord
 from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
 
 T = TypeVar("T")
@@ -219,6 +220,12 @@ class JobsFacade:
     def queues(self) -> builtins.list[QueueRecord]:
         """One record (`name, paused, counts`) per queue known from QUEUES, jobs or a pause."""
         return self.service.queues()
+
+    def workers(self) -> builtins.list[WorkerRecord]:
+        """One record per worker process alive now (a `runjobs` process, or each process of a
+        supervisor): host, pid, version, queues with their busy and total slots, when it
+        started and was last seen, and the jobs it holds. See docs/admin.md."""
+        return self.service.workers()
 
     # -- running -----------------------------------------------------------------------------
     def step(self) -> StepReport:

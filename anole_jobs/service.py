@@ -41,6 +41,7 @@ from anole_jobs.stores.base import (
 )
 from anole_jobs.stores.instrumented import instrument
 from anole_jobs.stores.search import BULK_ACTIONS, BULK_BATCH_MAX
+from anole_jobs.stores.workers import WorkerRecord
 from anole_jobs.unique import Unique, unique_key
 
 logger = logging.getLogger("anole_jobs")
@@ -583,6 +584,10 @@ class JobService:
             paused=name in self.store.paused_queues(),
             counts=self.store.counts().get(name, {}),
         )
+
+    def workers(self) -> builtins.list[WorkerRecord]:
+        """The worker processes alive now (their records not expired), by host and pid."""
+        return self.store.workers(now=self.clock())
 
 
 #: The shortest interval at which a result waiter looks again without a wake-up.

@@ -11,6 +11,7 @@ import copy
 import functools
 from typing import Any
 
+from anole_jobs.admin_api import workers
 from anole_jobs.admin_api.routes import COMMON_STATUSES, ROUTES, WRONG_METHOD, Param, Route
 from anole_jobs.stores.base import STATES
 
@@ -215,6 +216,8 @@ SCHEMAS: dict[str, Any] = {
         },
     },
 }
+
+SCHEMAS.update(workers.SCHEMAS)
 
 #: Every error status the routes answer, with its meaning.
 ERRORS: dict[int, str] = {

@@ -376,6 +376,19 @@ ROUTES: tuple[Route, ...] = (
     ),
     *BULK_ROUTES,
     Route(
+        path="workers",
+        name="workers",
+        operations=(
+            Operation(
+                method="GET",
+                handler="list_workers",
+                summary="The worker processes alive now, what each runs, and queues no "
+                "worker serves",
+                body="WorkerList",
+            ),
+        ),
+    ),
+    Route(
         path="openapi.json",
         name="openapi",
         operations=(

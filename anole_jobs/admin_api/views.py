@@ -21,7 +21,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
-from anole_jobs.admin_api import bulk_views, openapi, payloads
+from anole_jobs.admin_api import bulk_views, openapi, payloads, workers
 from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
 from anole_jobs.operations import actions
@@ -155,6 +155,7 @@ HANDLERS: dict[str, Handler] = {
         pause_queue,
         resume_queue,
         openapi_document,
+        workers.list_workers,
     )
 }
 HANDLERS.update(bulk_views.HANDLERS)  # bulk actions: their own module

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from anole_jobs.dashboard import bulk_views, stats_page, views
+from anole_jobs.dashboard import bulk_views, stats_page, views, workers
 from anole_jobs.operations import names  # noqa: F401 - registers the name converter
 
 app_name = "dashboard"
@@ -27,5 +27,6 @@ urlpatterns = [
     path("bulk/<str:action>", bulk_views.bulk_action, name="bulk"),
     path("cron/", views.cron, name="cron"),
     path("stats/", stats_page.stats, name="stats"),
+    path("workers/", workers.workers, name="workers"),
     path("cron/<anole_name:name>/trigger", views.cron_trigger, name="cron_trigger"),
 ]

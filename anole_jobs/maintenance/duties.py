@@ -58,6 +58,8 @@ class Pruner:
         self.service = service
 
     def run_once(self, now: datetime) -> int:
+        # Records of worker processes that died without removing theirs go with the jobs.
+        self.service.store.prune_workers(now=now)
         pruned = self.service.store.prune(now=now, horizons=self.service.settings.prune)
         if pruned:
             self.service.bus.emit(events.PRUNED, count=pruned)

@@ -53,6 +53,7 @@ from anole_jobs.limits import Limits, RuntimeLimits
 from anole_jobs.stores.search import BulkAction
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.wakeups import Subscription, WakeupHub
+from anole_jobs.stores.workers import WorkerRecord
 
 State = Literal[
     "pending", "scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"
@@ -662,3 +663,24 @@ class Store(ABC):
         in their place, as `claim_limited` reads them) hold back at `now`. For admin pages and
         the held-jobs gauge: it may read the queue's available jobs."""
         raise NotImplementedError(f"the {self.name} store has no queue limits")
+
+    # -- workers: which runtimes are alive and what they hold (see stores/workers.py) --------
+    @abstractmethod
+    def record_worker(self, worker: WorkerRecord) -> None:
+        """Create or replace the record of the worker `worker.id`, in one round trip. A
+        runtime calls it on its heartbeat cadence, never per job."""
+
+    @abstractmethod
+    def workers(self, *, now: datetime) -> builtins.list[WorkerRecord]:
+        """The recorded workers whose `expires_at` is later than `now`, by host, pid and id.
+        A record past its expiry is never listed, whether or not it was pruned yet."""
+
+    @abstractmethod
+    def remove_worker(self, worker_id: str) -> bool:
+        """Delete the record of `worker_id` (a runtime stopping cleanly); False if none."""
+
+    @abstractmethod
+    def prune_workers(self, *, now: datetime) -> int:
+        """Delete every record whose `expires_at` is `now` or earlier (processes that died
+        without removing theirs); return how many. The leader calls it with `prune`. A record
+        renewed meanwhile is kept: the check and the delete are one atomic step."""

@@ -49,6 +49,7 @@ from anole_jobs.stores.stats import (
     StatsByQueue,
     check_range,
 )
+from anole_jobs.stores.workers import MemoryWorkers
 
 
 @dataclass(kw_only=True)
@@ -138,7 +139,7 @@ class _Settled:
     ended: list[int] = field(default_factory=list)
 
 
-class MemoryStore(Store):
+class MemoryStore(MemoryWorkers, Store):
     name = "memory"
 
     def __init__(self) -> None:

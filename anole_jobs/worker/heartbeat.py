@@ -1,6 +1,7 @@
 """Heartbeats: extend the leases of the runs in flight about every LEASE/3, and
 cancel every run whose lease the store no longer recognises (rescued, cancelled, retried or
-deleted elsewhere): its outcome will be `lost`.
+deleted elsewhere): its outcome will be `lost`. Each round also records this worker's presence
+(`presence.Presence`), one store call whatever the number of runs.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import logging
 
 from anole_jobs.background import BackgroundThread, Idle
 from anole_jobs.service import JobService
+from anole_jobs.worker.presence import Presence
 from anole_jobs.worker.runs import RunRegistry
 
 logger = logging.getLogger("anole_jobs.worker")
@@ -17,14 +19,20 @@ logger = logging.getLogger("anole_jobs.worker")
 class Heartbeat(BackgroundThread):
     name = "anole-heartbeat"
 
-    def __init__(self, service: JobService, runs: RunRegistry) -> None:
+    def __init__(
+        self, service: JobService, runs: RunRegistry, presence: Presence | None = None
+    ) -> None:
         super().__init__()
         self.service = service
         self.runs = runs
-        self.interval = max(service.settings.lease.total_seconds() / 3, 0.2)
+        self.interval = heartbeat_interval(service)
+        self.presence = presence
 
     def run_once(self) -> float:
-        return self.interval if self.beat() is not None else Idle(self.interval)
+        extended = self.beat() is not None
+        if self.presence is not None and self.presence.record_or_log():
+            return self.interval
+        return self.interval if extended else Idle(self.interval)
 
     def beat(self) -> int | None:
         """One heartbeat; how many runs were found lost (None: no run to extend)."""
@@ -44,3 +52,8 @@ class Heartbeat(BackgroundThread):
                 )
                 run.scope.cancel("lost")
         return lost
+
+
+def heartbeat_interval(service: JobService) -> float:
+    """Seconds between two heartbeats: a third of the lease (at least 0.2 s)."""
+    return max(service.settings.lease.total_seconds() / 3, 0.2)

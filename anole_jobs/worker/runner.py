@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Sequence
@@ -42,8 +41,9 @@ from anole_jobs.tracing import RunSpan
 from anole_jobs.worker import drained
 from anole_jobs.worker.completer import Completer
 from anole_jobs.worker.executor import Executor
-from anole_jobs.worker.heartbeat import Heartbeat
+from anole_jobs.worker.heartbeat import Heartbeat, heartbeat_interval
 from anole_jobs.worker.outcomes import Attempt, Outcomes, give_back
+from anole_jobs.worker.presence import Presence, host_label
 from anole_jobs.worker.queue import QueueWorker
 from anole_jobs.worker.runs import Run, RunRegistry
 
@@ -86,12 +86,19 @@ class Runtime:
             )
             for name in names
         ]
-        self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.instance = f"{host_label()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.runs = RunRegistry()
         self.executor = Executor(service, manual=False)
         self.outcomes = Outcomes(service)
         self.completer = Completer(service, self.outcomes)
-        self.heartbeat = Heartbeat(service, self.runs)
+        self.presence = Presence(
+            service,
+            worker_id=self.instance,
+            queues=self.queue_configs,
+            runs=self.runs,
+            interval=heartbeat_interval(service),
+        )
+        self.heartbeat = Heartbeat(service, self.runs, self.presence)
         self.maintenance = MaintenanceLoop(service, instance=self.instance, queues=names)
         self.workers = [
             QueueWorker(
@@ -176,6 +183,8 @@ class Runtime:
         self.maintenance.request_stop()
         self.completer.stop(timeout=left())
         self.heartbeat.join(timeout=min(5.0, left()))
+        # Gone from the workers' list at once (a killed process's record expires instead).
+        self.presence.remove(timeout=min(2.0, left()))
         self.maintenance.join(timeout=min(10.0, left()))
         for worker in self.workers:
             worker.release_slots()

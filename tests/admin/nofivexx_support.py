@@ -240,6 +240,10 @@ STORE_METHODS = (
     "resume",
     "paused_queues",
     "wake",
+    "record_worker",
+    "workers",
+    "remove_worker",
+    "prune_workers",
 )
 
 

@@ -121,6 +121,7 @@ DASHBOARD_PAGES = (
     Page("dashboard", "GET", DASHBOARD + "jobs/?state=available&queue=default", (200,)),
     Page("dashboard", "GET", DASHBOARD + "jobs/{job}/", (200,)),
     Page("dashboard", "GET", DASHBOARD + "cron/", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "workers/", (200,)),
     Page("dashboard", "POST", DASHBOARD + "queues/default/pause", (302,)),
     Page("dashboard", "POST", DASHBOARD + "queues/default/resume", (302,)),
     Page("dashboard", "POST", DASHBOARD + "jobs/{job}/retry", (302,)),
@@ -655,6 +656,8 @@ CLI_DOWN = (
     ("resume", "default"),
     ("cron",),
     ("cron-trigger", "nightly"),
+    ("workers",),
+    ("workers", "--json"),
 )
 
 

@@ -102,9 +102,15 @@ def test_the_documented_privileges_are_enough(app_role_backend: Backend) -> None
     out = backend.run_command("jobs", "counts", "--json")
     assert out.returncode == 0, out.stderr
     assert sum(sum(states.values()) for states in json.loads(out.stdout).values()) == 33
+    # Each worker recorded itself (the workers page), as the app role.
+    out = backend.run_command("jobs", "workers", "--json")
+    assert out.returncode == 0, out.stderr
+    listed = {worker["pid"] for worker in json.loads(out.stdout)["workers"]}
+    assert listed == {first.pid, second.pid}
     for worker in cluster.alive():
         cluster.drained.add(worker.pid)
         worker.signal(signal.SIGTERM)
         assert worker.wait(timeout=20) == 0, worker.output()
     for worker in cluster.workers:
         assert "permission denied" not in worker.output(), worker.output()
+        assert "could not record this worker" not in worker.output(), worker.output()

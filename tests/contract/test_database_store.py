@@ -200,6 +200,7 @@ def test_a_custom_prefix_keeps_the_migration_clean_and_matches_the_ddl(tmp_path:
         "custom_dependency",
         "custom_limit",
         "custom_stat",
+        "custom_worker",
     }
     assert {name for kind, name, _, _ in schema if kind == "trigger"} == {
         "custom_count_insert",
@@ -228,6 +229,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0005_workflows",
             "0006_limits",
             "0007_stats",
+            "0009_workers",
         ]
 
 
@@ -296,7 +298,7 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
             cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 79 and len(expected["indexes"]) == 26
+    assert len(expected["columns"]) == 86 and len(expected["indexes"]) == 28
     assert len(expected["triggers"]) == 5 and len(expected["functions"]) == 2
     assert built == expected
 

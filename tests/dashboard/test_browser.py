@@ -7,9 +7,9 @@ default /usr/bin/chromium) or Playwright is missing, unless ``ANOLE_TEST_REQUIRE
 ``chromium``.
 
 Log in, see the failed job on the queue and job pages, open it, retry it, and see it complete
-after the worker's next round. A screenshot of each page goes to docs/screenshots/ in CI
-(CI=true; the docs link them) or to ANOLE_TEST_SCREENSHOTS when set, else to the test's
-temporary folder, so a developer's run leaves the committed pictures alone. The web process
+after the worker's next round. A screenshot of each page goes to ANOLE_TEST_SCREENSHOTS when
+set, else to the test's temporary folder: the pictures in docs/screenshots/ come from one
+command, ``python -m tools.screenshots`` (``make screenshots``). The web process
 and the worker share a Redis store under a key prefix unique to the test.
 """
 
@@ -27,7 +27,6 @@ from tests.e2e.conftest import Worker, base_env, wait_until
 from tests.sampleapp.dashboard_jobs import Charge
 from tests.support.clients import STAFF_PASSWORD, STAFF_USERNAME, make_staff
 
-DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 BASE = "/ops/jobs/dashboard/"
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.needs("redis", "chromium")]
@@ -77,7 +76,7 @@ def screenshots(tmp_path):
     folder = os.environ.get("ANOLE_TEST_SCREENSHOTS")
     if folder:
         return Path(folder)
-    return DOCS_SCREENSHOTS if os.environ.get("CI") else tmp_path / "screenshots"
+    return tmp_path / "screenshots"
 
 
 def shot(page, folder: Path, name: str) -> None:

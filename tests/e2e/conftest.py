@@ -483,7 +483,10 @@ def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
         database = request.getfixturevalue("pg_database")
         env["ANOLE_E2E_PG_DB"] = database
         pg = _pg_connect(database)
-        pg.execute("TRUNCATE anole_jobs_job, anole_jobs_leader, anole_jobs_cron, anole_jobs_queue")
+        pg.execute(
+            "TRUNCATE anole_jobs_job, anole_jobs_leader, anole_jobs_cron, anole_jobs_queue,"
+            " anole_jobs_worker"
+        )
         reader = postgres_reader(pg)
     else:
         require("redis")

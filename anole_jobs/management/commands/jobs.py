@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
-from anole_jobs.management import bulk_cli
+from anole_jobs.management import bulk_cli, workers_cli
 from anole_jobs.operations import actions
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.clock import now as clock_now
@@ -195,6 +195,7 @@ class Command(BaseCommand):
         sub("cron", "the CRON entries with their next and last ticks")
         sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
         add_stats_arguments(sub("stats", "jobs started, completed and failed; run times"))
+        sub("workers", workers_cli.HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options.get("json"))
@@ -443,3 +444,5 @@ class Command(BaseCommand):
         query = run_stats.StatsQuery(queue=options["queue"], period=options["period"])
         report = run_stats.read_stats(query)
         self.emit(run_stats.as_json(report), lambda: stats_text(report))
+
+    do_workers = workers_cli.do_workers

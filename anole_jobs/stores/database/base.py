@@ -68,6 +68,7 @@ from anole_jobs.stores.database.ddl import (
     tables,
 )
 from anole_jobs.stores.database.limits import SQLLimits
+from anole_jobs.stores.database.workers import SQLWorkers
 from anole_jobs.stores.database.workflows import Settled
 from anole_jobs.stores.search import BulkAction, search_matches
 from anole_jobs.stores.stats import (
@@ -137,7 +138,7 @@ def decode_json(value: object) -> Any:
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
-class SQLStore(SQLLimits, Store):
+class SQLStore(SQLLimits, SQLWorkers, Store):
     """The durable store on one Django database alias; subclassed per vendor."""
 
     vendor: str = ""

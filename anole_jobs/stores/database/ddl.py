@@ -35,7 +35,7 @@ leave negative counts behind; the triggers keep it right through any flush inste
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.db.backends.utils import names_digest
@@ -81,6 +81,7 @@ class Tables:
     workflow: str  # one row per workflow (migration 0005)
     dependency: str  # one row per (step, dependency) edge of a workflow (migration 0005)
     limit: str = ""  # one row per limited queue: its runtime limits, its recent claims (0006)
+    worker: str = ""  # one row per running worker process (migration 0009)
 
 
 def tables(prefix: str) -> Tables:
@@ -93,6 +94,7 @@ def tables(prefix: str) -> Tables:
         workflow=prefix + "workflow",
         dependency=prefix + "dependency",
         limit=prefix + "limit",
+        worker=prefix + "worker",
     )
 
 
@@ -694,40 +696,71 @@ def drop_stat_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]
     ]
 
 
+_WORKER_TABLE = {
+    "postgresql": """\
+CREATE TABLE "{worker}" (
+    "id" text NOT NULL PRIMARY KEY,
+    "host" text NOT NULL,
+    "pid" bigint NOT NULL,
+    "started_at" timestamp with time zone NOT NULL,
+    "last_seen" timestamp with time zone NOT NULL,
+    "expires_at" timestamp with time zone NOT NULL,
+    "info" jsonb NOT NULL
+)""",
+    "sqlite": """\
+CREATE TABLE "{worker}" (
+    "id" text NOT NULL PRIMARY KEY,
+    "host" text NOT NULL,
+    "pid" bigint NOT NULL,
+    "started_at" datetime NOT NULL,
+    "last_seen" datetime NOT NULL,
+    "expires_at" datetime NOT NULL,
+    "info" text NOT NULL CHECK ((JSON_VALID("info") OR "info" IS NULL))
+)""",
+}
+
+
+def worker_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Migration 0009: the worker table, one row per running worker process (a model, so
+    Django's ``flush`` empties it like the job table)."""
+    _check(vendor, prefix)
+    table = tables(prefix).worker
+    created = [_WORKER_TABLE[vendor].format(worker=table)]
+    if vendor == "postgresql":
+        like = pg_like_index_name(table, "id")
+        created.append(f'CREATE INDEX "{like}" ON "{table}" ("id" text_pattern_ops)')
+    return created
+
+
+#: The schema in the migrations' order: what the first migrations create, then one part per
+#: later migration, with the label `sql()` writes before that part's statements.
+PARTS: tuple[tuple[str | None, Callable[[str, str], list[str]]], ...] = (
+    (None, _table_statements),
+    ("job counts (migration 0003)", count_statements),
+    ("job results (migration 0004)", result_statements),
+    ("workflows (migration 0005)", workflow_statements),
+    ("queue limits (migration 0006)", limit_statements),
+    ("job statistics (migration 0007)", stat_statements),
+    ("workers (migration 0009)", worker_statements),
+)
+
+
 def statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     """`sql()` as a list of statements, without their ``;`` (a function body holds some)."""
     _check(vendor, prefix)
-    return (
-        _table_statements(vendor, prefix)
-        + count_statements(vendor, prefix)
-        + result_statements(vendor, prefix)
-        + workflow_statements(vendor, prefix)
-        + limit_statements(vendor, prefix)
-        + stat_statements(vendor, prefix)
-    )
+    return [statement for _, part in PARTS for statement in part(vendor, prefix)]
 
 
 def sql(vendor: str, prefix: str = DEFAULT_PREFIX) -> str:
-    """The DDL that creates the database store's tables, indexes and count triggers for
-    `vendor` ("postgresql" or "sqlite") and table `prefix`: what the migrations do, for
+    """The DDL that creates the database store's tables, indexes and triggers for `vendor`
+    ("postgresql" or "sqlite") and table `prefix`: what the migrations do, for
     ``MIGRATE=False`` users who manage their schema themselves. Statements end with ``;`` and
-    a newline; the part of migration 0003 (the job counts) starts at the line
-    ``-- job counts (migration 0003)``, that of migration 0004 (job results) at
-    ``-- job results (migration 0004)``, that of migration 0005 (workflows) at
-    ``-- workflows (migration 0005)``, that of migration 0006 (queue limits) at
-    ``-- queue limits (migration 0006)``, that of migration 0007 (job statistics) at
-    ``-- job statistics (migration 0007)``."""
+    a newline; the part of each migration after the first ones starts at a line naming it
+    (`PARTS`), such as ``-- job counts (migration 0003)``."""
     _check(vendor, prefix)
-    tables_part = "".join(s + ";\n" for s in _table_statements(vendor, prefix))
-    counts_part = "".join(s + ";\n" for s in count_statements(vendor, prefix))
-    results_part = "".join(s + ";\n" for s in result_statements(vendor, prefix))
-    workflows_part = "".join(s + ";\n" for s in workflow_statements(vendor, prefix))
-    limits_part = "".join(s + ";\n" for s in limit_statements(vendor, prefix))
-    stats_part = "".join(s + ";\n" for s in stat_statements(vendor, prefix))
-    return (
-        f"{tables_part}-- job counts (migration 0003)\n{counts_part}"
-        f"-- job results (migration 0004)\n{results_part}"
-        f"-- workflows (migration 0005)\n{workflows_part}"
-        f"-- queue limits (migration 0006)\n{limits_part}"
-        f"-- job statistics (migration 0007)\n{stats_part}"
-    )
+    text = []
+    for label, part in PARTS:
+        if label is not None:
+            text.append(f"-- {label}\n")
+        text.extend(statement + ";\n" for statement in part(vendor, prefix))
+    return "".join(text)

@@ -32,6 +32,7 @@ __all__ = [
     "MIGRATE",
     "Queue",
     "TABLE_PREFIX",
+    "Worker",
     "Workflow",
 ]
 
@@ -203,4 +204,23 @@ class Limit(models.Model):
     class Meta:
         app_label = "anole_jobs"
         db_table = _TABLES.limit
+        managed = MIGRATE
+
+
+class Worker(models.Model):
+    """One running worker process (a runtime) as it last reported itself on its heartbeat:
+    listed while `expires_at` is ahead, deleted by the leader's prune after. `info` holds the
+    rest of its record (version, queues and slots, the jobs it holds) as JSON."""
+
+    id = models.TextField(primary_key=True)
+    host = models.TextField()
+    pid = models.BigIntegerField()
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    info = models.JSONField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.worker
         managed = MIGRATE

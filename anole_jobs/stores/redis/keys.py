@@ -41,6 +41,9 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
                                         kept with each minute's: a day is 24 reads, not 1,440
 ``P statm`` / ``P stath``       zset    the ``stat:`` / ``stath:`` keys, scored by their minute
                                         / hour (prune and `stats` find them there)
+``P workers``                   hash    ``worker id -> its record as JSON`` (worker presence)
+``P worker_expiry``             zset    worker ids; score = the record's expiry in seconds since
+                                        the Unix epoch (a double: presence needs no microsecond)
 =============================  ======  =========================================================
 
 Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: members are fixed-width
@@ -204,6 +207,12 @@ class Keys:
     def stat_hours(self) -> str:
         return f"{self.prefix}stath"
 
+    def workers(self) -> str:
+        return f"{self.prefix}workers"
+
+    def worker_expiry(self) -> str:
+        return f"{self.prefix}worker_expiry"
+
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
         escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
@@ -258,6 +267,8 @@ local function K_stathm() return P .. 'stath' end
 local EPOCH_SECONDS = {EPOCH_SECONDS}
 local STAT_BOUNDS = {{{", ".join(str(b) for b in RUNTIME_BUCKETS_MS)}}}
 local STATS_KEEP_SECONDS = {int(STATS_KEEP.total_seconds())}
+local function K_workers() return P .. 'workers' end
+local function K_worker_expiry() return P .. 'worker_expiry' end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

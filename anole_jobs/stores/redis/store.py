@@ -59,6 +59,7 @@ from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, ti
 from anole_jobs.stores.redis.limits import RedisLimits
 from anole_jobs.stores.redis.listener import Listener, encode
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
+from anole_jobs.stores.redis.workers import RedisWorkers
 from anole_jobs.stores.search import search_matches, searches
 from anole_jobs.stores.stats import (
     STAT_COLUMNS,
@@ -188,7 +189,7 @@ def _json_list(values: list[str]) -> str:
     return json.dumps(values, separators=(",", ":"))
 
 
-class RedisStore(RedisLimits, Store):
+class RedisStore(RedisLimits, RedisWorkers, Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
     name = "redis"

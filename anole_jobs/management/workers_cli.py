@@ -1,0 +1,74 @@
+"""``manage.py jobs workers [--json]``: the worker processes alive now, one line each, then
+the jobs each holds, then the queues with waiting jobs that no worker serves. ``--json`` prints
+what ``GET /workers`` answers. (Kept apart from the command's module so that it stays a
+table of subcommands.)"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from anole_jobs.admin_api import workers as worker_payloads
+from anole_jobs.operations.workers import Overview, overview
+
+if TYPE_CHECKING:
+    from anole_jobs.management.commands.jobs import Command
+
+HELP = "the worker processes alive now and the jobs each holds"
+
+
+def do_workers(command: Command, options: dict[str, Any]) -> None:
+    view = overview()
+    command.emit(worker_payloads.workers(view), lambda: human(view))
+
+
+def human(view: Overview) -> str:
+    from anole_jobs.management.commands.jobs import relative, table
+
+    now = view.now
+    if not view.workers:
+        text = "no workers alive (start one with manage.py runjobs)"
+    else:
+        rows = []
+        for status in view.workers:
+            record = status.record
+            queues = ", ".join(f"{q.name} {q.busy}/{q.total}" for q in record.queues)
+            rows.append(
+                (
+                    record.id,
+                    record.host,
+                    record.pid,
+                    record.version,
+                    f"{record.busy}/{record.slots}",
+                    record.held,
+                    relative(record.started_at, now),
+                    relative(record.last_seen, now) + (" LATE" if status.late else ""),
+                    queues,
+                )
+            )
+        text = table(
+            ("WORKER", "HOST", "PID", "VERSION", "BUSY", "HELD", "STARTED", "SEEN", "QUEUES"),
+            rows,
+        )
+        lines = []
+        for status in view.workers:
+            record = status.record
+            for job in record.jobs:
+                doing = "running" if job.running else "waiting for a slot"
+                lines.append(
+                    f"  job {job.id}  {job.kind}  ({job.queue}, attempt {job.attempt}) {doing}"
+                    f", claimed {relative(job.started_at, now)}, on {record.id}"
+                )
+            if record.held > len(record.jobs):
+                lines.append(f"  … and {record.held - len(record.jobs)} more on {record.id}")
+        if lines:
+            text += "\njobs held:\n" + "\n".join(lines)
+        if any(status.late for status in view.workers):
+            text += (
+                "\nLATE: no heartbeat for over half its record's lifetime; the process may be"
+                " stuck or cut off from the store"
+            )
+    if view.queues_without_workers:
+        text += "\nqueues with waiting jobs and no worker: " + ", ".join(
+            view.queues_without_workers
+        )
+    return text
