@@ -56,3 +56,13 @@ def test_without_a_host_label_the_machine_name_is_reported(sqlite_backend: Backe
     worker.wait_ready()
     seen = wait_until(lambda: workers(sqlite_backend), "a worker listed", timeout=30)
     assert [(w["host"], w["pid"]) for w in seen] == [(socket.gethostname(), worker.pid)]
+
+
+def test_a_killed_process_drops_out_when_its_record_expires(sqlite_backend: Backend):
+    # LEASE is 2 s here: a record expires three heartbeats (one lease) after it was written.
+    worker = sqlite_backend.spawn()
+    worker.wait_ready()
+    wait_until(lambda: workers(sqlite_backend), "a worker listed", timeout=30)
+    worker.proc.send_signal(signal.SIGKILL)  # no drain, no clean-up: its record stays behind
+    worker.proc.wait(timeout=10)
+    wait_until(lambda: workers(sqlite_backend) == [], "the killed worker's record to expire", 15)
