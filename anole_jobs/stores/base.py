@@ -433,7 +433,9 @@ class Store(ABC):
 
     @abstractmethod
     def list(self, filter: ListFilter) -> list[JobRecord]:
-        """Jobs matching `filter`, newest first (id descending), ids below `filter.after`."""
+        """Jobs matching `filter`, newest first (id descending), ids below `filter.after`
+        (and from `filter.min_id` up). Its search terms match as stores/search.py says; with
+        `min_id` and `after` set, a store reads no job outside that id window."""
 
     @abstractmethod
     def counts(self) -> dict[str, dict[str, int]]:

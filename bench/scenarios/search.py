@@ -1,5 +1,6 @@
 """Search and bulk-action previews with 1,000,000 finished jobs (opt-in: ``--scenarios
-search``; SQL stores): one page of each search the surfaces offer, through
+search``; Redis and memory: 100,000 waiting jobs inserted through the store): one page of
+each search the surfaces offer, through
 `anole_jobs.operations.listing.fetch_page` as the JSON route, the dashboard and the CLI call
 it, against one page of the unfiltered listing measured in the same run.
 
@@ -48,13 +49,17 @@ def run(bench: Bench) -> list[Figure]:
     from anole_jobs.operations import bulk
     from anole_jobs.operations.listing import SEARCH_BUDGET, fetch_page, parse_listing
 
-    if bench.store not in ("postgres", "sqlite"):
-        log(f"{bench.store}: the search scenario fills SQL tables only; skipped")
-        return []
     n = bench.sizes.growth_finished
+    searches = SEARCHES
+    rare = '{"customer_id": 7}'
     bench.wipe()
     began = time.perf_counter()
-    _fill(bench, n)
+    if bench.store in ("postgres", "sqlite"):
+        _fill(bench, n)
+    else:
+        n = min(n, THROUGH_STORE_CAP)
+        _fill_through_store(bench, n)
+        searches, rare = STORE_SEARCHES, '{"n": 7}'
     bench.vacuum()
     log(f"{bench.store}: {n:,} finished jobs in {time.perf_counter() - began:.1f} s")
 
@@ -70,7 +75,7 @@ def run(bench: Bench) -> list[Figure]:
 
     plain = page_ms({})
     figures = [figure("search_plain", f"one page of 50, no filter, {n:,} jobs", plain, "ms")]
-    for key, label, query in SEARCHES:
+    for key, label, query in searches:
         value = page_ms(query)
         figures.append(
             figure(
@@ -83,7 +88,7 @@ def run(bench: Bench) -> list[Figure]:
                 note=f"at most {SEARCH_BUDGET:,} ids per page",
             )
         )
-    listing = parse_listing({"args": ['{"customer_id": 7}']})
+    listing = parse_listing({"args": [rare]})
     start = time.perf_counter()
     preview = bulk.preview(listing)
     value = 1000 * (time.perf_counter() - start)
@@ -100,6 +105,26 @@ def run(bench: Bench) -> list[Figure]:
     )
     bench.wipe()
     return figures
+
+
+#: Redis and memory: waiting jobs inserted through the store (``{"n": i}``), capped.
+THROUGH_STORE_CAP = 100_000
+STORE_SEARCHES: tuple[tuple[str, str, dict[str, list[str]]], ...] = (
+    ("search_kind_prefix", "kind starts with bench. (common)", {"kind_prefix": ["bench."]}),
+    ("search_args_rare", 'args contain {"n": 7} (one job)', {"args": ['{"n": 7}']}),
+    ("search_no_match", "last error contains text no job has", {"error": ["no such text"]}),
+)
+
+
+def _fill_through_store(bench: Bench, n: int) -> None:
+    from bench.jobs import Noop
+
+    service = bench.jobs.service
+    now = service.clock()
+    for start in range(0, n, 1000):
+        service.store.insert(
+            [service.build(Noop(n=i), now=now) for i in range(start, min(n, start + 1000))]
+        )
 
 
 def _fill(bench: Bench, n: int) -> None:

@@ -175,3 +175,36 @@ def test_json_contains_follows_jsonb_containment(actual, wanted, expected):
 def test_last_error_text():
     assert last_error_text(()) == ""
     assert last_error_text(({"type": "A", "message": "x"}, {"type": "B", "message": "y"})) == "B: y"
+
+
+def _insert(env, args):
+    from datetime import timedelta
+
+    from anole_jobs.stores.base import NewJob
+
+    now = env.clock()
+    job = NewJob(
+        kind="test.raw",
+        queue="default",
+        args=args,
+        meta={},
+        priority=0,
+        max_attempts=1,
+        state="scheduled",
+        scheduled_at=now + timedelta(hours=1),
+        created_at=now,
+    )
+    return env.store.insert([job])[0].id
+
+
+def test_args_containment_reaches_into_objects_and_arrays_on_every_store(env):
+    a = _insert(env, {"customer": {"id": 7, "tier": "gold"}, "tags": ["vip", "eu"], "ok": True})
+    b = _insert(env, {"customer": {"id": 8}, "tags": ["eu"], "ok": False, "n": 1.5})
+    assert _ids(env.jobs.list(args={"customer": {"id": 7}})) == [a]
+    assert _ids(env.jobs.list(args={"tags": ["eu"]})) == [b, a]
+    assert _ids(env.jobs.list(args={"tags": ["vip", "eu"], "ok": True})) == [a]
+    assert _ids(env.jobs.list(args={"ok": False})) == [b]
+    assert _ids(env.jobs.list(args={"n": 1.5})) == [b]
+    assert env.jobs.list(args={"ok": 1}) == []  # a boolean is not a number
+    assert env.jobs.list(args={"tags": "eu"}) == []  # an array does not contain a bare string
+    assert _ids(env.jobs.list(args={"customer": {}})) == [b, a]

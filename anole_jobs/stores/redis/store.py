@@ -144,6 +144,19 @@ def _decode(encoded: bytes | str) -> dict[str, bytes | str]:
     return {f: v for f, v in zip(RECORD_FIELDS, values, strict=True) if v is not None}
 
 
+def _narrowing(filter: ListFilter) -> tuple[str, str, str]:
+    """What list.lua tests of a search before the exact test here: the kind prefix, ASCII
+    error text (Lua lower-cases ASCII only) and top-level number and string argument values
+    (Lua cannot tell an empty object from an empty array); each "" when not given."""
+    error = filter.error.lower() if filter.error is not None and filter.error.isascii() else ""
+    plain = {
+        key: value
+        for key, value in (filter.args or {}).items()
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool)
+    }
+    return filter.kind_prefix or "", error, compact(plain) if plain else ""
+
+
 def _record(fields: Mapping[str, bytes | str]) -> JobRecord:
     unique_key = fields.get("ukey")
     return JobRecord(
@@ -489,8 +502,9 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
                 filter.state or "",
                 filter.queue or "",
                 filter.kind or "",
-                filter.workflow or "",
                 "" if filter.min_id is None else max(filter.min_id, 0),
+                *_narrowing(filter),
+                filter.workflow or "",
             )
             found = [_record(_decode(encoded)) for encoded in reply[1:]]
             if search:
