@@ -241,6 +241,7 @@ class Command(BaseCommand):
             )
             return supervisor.run()
         finally:
+            metrics.process_exited()  # its own files, if a directory was set before it started
             if made_dir is not None:
                 shutil.rmtree(made_dir, ignore_errors=True)
 
