@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from anole_jobs.dashboard import views
+from anole_jobs.dashboard import views, workflow_views
 from anole_jobs.operations import names  # noqa: F401 - registers the name converter
 
 app_name = "dashboard"
@@ -24,6 +24,12 @@ urlpatterns = [
     path("jobs/<str:job_id>/retry", views.retry, name="retry"),
     path("jobs/<str:job_id>/cancel", views.cancel, name="cancel"),
     path("jobs/<str:job_id>/delete", views.delete, name="delete"),
+    path("workflows/<str:workflow_id>/", workflow_views.workflow_detail, name="workflow"),
+    path(
+        "workflows/<str:workflow_id>/cancel",
+        workflow_views.workflow_cancel,
+        name="workflow_cancel",
+    ),
     path("cron/", views.cron, name="cron"),
     path("cron/<anole_name:name>/trigger", views.cron_trigger, name="cron_trigger"),
 ]

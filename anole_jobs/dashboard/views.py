@@ -66,6 +66,7 @@ NOTICES = {
     "resumed": "The queue was resumed.",
     "triggered": "The cron entry's job was enqueued.",
     "unchanged": "Nothing changed: the job or queue already was as asked.",
+    "workflow_cancelled": "Every step of the workflow that had not ended was cancelled.",
     "duplicate": "Nothing enqueued: the cron entry's unique job is already waiting.",
 }
 HEADINGS = {400: "Cannot do that", 404: "Not found", 503: "The jobs store did not answer"}

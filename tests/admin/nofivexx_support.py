@@ -168,6 +168,7 @@ class JsonOperation:
         cron = self.path.startswith("/cron")
         value = name if name is not None else ("nightly" if cron else "default")
         path = self.path.replace("{job_id}", str(job_id)).replace("{name}", value)
+        path = path.replace("{workflow_id}", "{workflow}")  # filled by the caller
         return MOUNT.rstrip("/") + path
 
 
@@ -238,6 +239,10 @@ STORE_METHODS = (
     "resume",
     "paused_queues",
     "wake",
+    "insert_workflow",
+    "workflow",
+    "cancel_workflow",
+    "dependency_results",
 )
 
 
