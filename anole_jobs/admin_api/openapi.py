@@ -54,9 +54,35 @@ SCHEMAS: dict[str, Any] = {
             "attempted_at": _TIME,
             "finished_at": _TIME,
             "unique_key": {"type": ["string", "null"]},
+            "workflow_id": {
+                "type": ["string", "null"],
+                "description": "The workflow this job is a step of (null for a plain job)",
+            },
+            "step_name": {"type": ["string", "null"]},
             "result": {
                 "description": "A completed job's result: its handler's JSON return value "
                 "(null before completion, when it returned None, or when it ended otherwise)"
+            },
+        },
+    },
+    "Workflow": {
+        "type": "object",
+        "required": ["id", "name", "state", "counts", "steps", "dependencies"],
+        "properties": {
+            "id": {"type": "string"},
+            "name": {"type": "string"},
+            "created_at": {"type": "string", "format": "date-time"},
+            "state": {"type": "string", "enum": ["running", "completed", "failed", "cancelled"]},
+            "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "steps": {
+                "type": "object",
+                "description": "Each step's job, by step name.",
+                "additionalProperties": {"$ref": "#/components/schemas/Job"},
+            },
+            "dependencies": {
+                "type": "object",
+                "description": "The steps each step runs after, by step name.",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
             },
         },
     },

@@ -15,6 +15,7 @@ from anole_jobs.operations.listing import Page
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronRecord
 from anole_jobs.stores.base import JobRecord
+from anole_jobs.workflows import WorkflowRecord
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -43,7 +44,22 @@ def job(record: JobRecord) -> dict[str, Any]:
         "attempted_at": iso(record.attempted_at),
         "finished_at": iso(record.finished_at),
         "unique_key": record.unique_key,
+        "workflow_id": record.workflow_id,
+        "step_name": record.step_name,
         "result": record.result,
+    }
+
+
+def workflow(record: WorkflowRecord) -> dict[str, Any]:
+    """A workflow: its state, counts, each step's job by name and what each runs after."""
+    return {
+        "id": record.id,
+        "name": record.name,
+        "created_at": iso(record.created_at),
+        "state": record.state,
+        "counts": dict(record.counts),
+        "steps": {name: job(step) for name, step in record.steps.items()},
+        "dependencies": {name: list(deps) for name, deps in record.dependencies.items()},
     }
 
 

@@ -122,6 +122,12 @@ LIST_FILTERS = (
         schema={"type": "string", "minLength": 1},
     ),
     Param(
+        name="workflow",
+        location="query",
+        description="Only the steps of this workflow (its id).",
+        schema={"type": "string", "minLength": 1, "maxLength": 100},
+    ),
+    Param(
         name="limit",
         location="query",
         description=f"Jobs per page (default 100; more than {LIST_LIMIT_MAX} reads as "
@@ -218,6 +224,46 @@ BULK_ROUTES = (
         ),
     ),
 )
+
+
+WORKFLOW_ID = Param(
+    name="workflow_id",
+    location="path",
+    description="The workflow's id (`jobs.enqueue_workflow(...).id`); an unknown id answers 404.",
+    schema={"type": "string", "minLength": 1, "maxLength": 100},
+    required=True,
+)
+WORKFLOW_ROUTES = (
+    Route(
+        path="workflows/<str:workflow_id>",
+        name="workflow",
+        params=(WORKFLOW_ID,),
+        operations=(
+            Operation(
+                method="GET",
+                handler="get_workflow",
+                summary="One workflow: its state, steps and dependencies",
+                body="Workflow",
+                errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="workflows/<str:workflow_id>/cancel",
+        name="workflow-cancel",
+        params=(WORKFLOW_ID,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="cancel_workflow",
+                summary="Cancel every step of a workflow not ended yet",
+                body="Workflow",
+                errors=(404,),
+            ),
+        ),
+    ),
+)
+
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -388,6 +434,7 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
     ),
+    *WORKFLOW_ROUTES,
     Route(
         path="openapi.json",
         name="openapi",

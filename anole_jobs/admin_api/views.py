@@ -24,7 +24,7 @@ from django.urls import Resolver404, resolve
 from anole_jobs.admin_api import bulk_views, openapi, payloads, workers
 from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
-from anole_jobs.operations import actions
+from anole_jobs.operations import actions, workflows
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import fetch_page, parse_listing
@@ -134,6 +134,14 @@ def resume_queue(request: HttpRequest, name: str) -> Answer:
     return 200, payloads.queue(outcome.record)
 
 
+def get_workflow(request: HttpRequest, workflow_id: str) -> Answer:
+    return 200, payloads.workflow(workflows.get(workflow_id))
+
+
+def cancel_workflow(request: HttpRequest, workflow_id: str) -> Answer:
+    return 200, payloads.workflow(workflows.cancel(workflow_id).record)
+
+
 def openapi_document(request: HttpRequest) -> Answer:
     # The routes' base is where this document is served from (the mount of the URLconf).
     return 200, openapi.document(server_url=request.path.rsplit("/", 1)[0] or "/")
@@ -154,6 +162,8 @@ HANDLERS: dict[str, Handler] = {
         list_queues,
         pause_queue,
         resume_queue,
+        get_workflow,
+        cancel_workflow,
         openapi_document,
         workers.list_workers,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from anole_jobs.dashboard import bulk_views, stats_page, views, workers
+from anole_jobs.dashboard import bulk_views, stats_page, views, workers, workflow_views
 from anole_jobs.operations import names  # noqa: F401 - registers the name converter
 
 app_name = "dashboard"
@@ -25,6 +25,12 @@ urlpatterns = [
     path("jobs/<str:job_id>/cancel", views.cancel, name="cancel"),
     path("jobs/<str:job_id>/delete", views.delete, name="delete"),
     path("bulk/<str:action>", bulk_views.bulk_action, name="bulk"),
+    path("workflows/<str:workflow_id>/", workflow_views.workflow_detail, name="workflow"),
+    path(
+        "workflows/<str:workflow_id>/cancel",
+        workflow_views.workflow_cancel,
+        name="workflow_cancel",
+    ),
     path("cron/", views.cron, name="cron"),
     path("stats/", stats_page.stats, name="stats"),
     path("workers/", workers.workers, name="workers"),

@@ -68,6 +68,7 @@ NOTICES = {
     "resumed": "The queue was resumed.",
     "triggered": "The cron entry's job was enqueued.",
     "unchanged": "Nothing changed: the job or queue already was as asked.",
+    "workflow_cancelled": "Every step of the workflow that had not ended was cancelled.",
     "duplicate": "Nothing enqueued: the cron entry's unique job is already waiting.",
     "bulk_retried": "The matching jobs were made available again.",
     "bulk_cancelled": "The matching jobs were cancelled.",

@@ -31,7 +31,7 @@ _CODE = "bad_filter"
 class Listing:
     """Which jobs to list: every filter is optional; `after` is the previous page's last id.
 
-    `workflow` is reserved for workflows: until they exist, `parse_listing` refuses it."""
+    `workflow` keeps the steps of one workflow (its id)."""
 
     state: str | None = None
     queue: str | None = None
@@ -113,7 +113,16 @@ def _name(field: str, text: str) -> str:
 
 
 def _workflow(text: str) -> str:
-    raise BadInput("workflow", "filtering by workflow is not available yet", code=_CODE)
+    from anole_jobs.operations.workflows import workflow_id_or_none
+
+    value = workflow_id_or_none(text)
+    if value is None:
+        raise BadInput(
+            "workflow",
+            f"workflow must be a workflow id (1 to 100 characters), got {text!r}",
+            code=_CODE,
+        )
+    return value
 
 
 _PARSERS = {
@@ -190,6 +199,7 @@ def _read(listing: Listing, *, limit: int, after: int | None = None) -> list[Job
         state=listing.state,
         queue=listing.queue,
         kind=listing.kind,
+        workflow=listing.workflow,
         limit=limit,
         after=listing.after if after is None else after,
     )

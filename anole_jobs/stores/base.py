@@ -189,8 +189,10 @@ class Finish:
     error: ErrorEntry | None = None
     give_back_attempt: bool = False
     result: str | None = None
-    #: The job is a workflow step (its record has a `workflow_id`): a hint that lets a store
-    #: open a transaction only for the writes that must also settle dependents.
+    #: The job is a workflow step (its record has a `workflow_id`). Set it for every step's
+    #: finish: it lets the database store open a transaction, and settle the step's
+    #: dependents in it, only for the batches that need it (a plain job's finish pays
+    #: nothing); the database store does not settle the dependents of a finish without it.
     workflow: bool = False
     started_at: datetime | None = None
 

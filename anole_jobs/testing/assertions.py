@@ -153,8 +153,8 @@ def assert_enqueued(
 
     A job matches when it has the kind (a name, or an args dataclass decorated with `@kind`),
     the `queue` if given, stored arguments that include every key of `args` with an equal
-    value (an args instance must match in full), and is waiting — scheduled, available or
-    retrying — or in `state` when given.
+    value (an args instance must match in full), and is waiting — pending (a workflow step),
+    scheduled, available or retrying — or in `state` when given.
     """
     matches, seen, wanted = _matching(kind_or_type, queue, args, state)
     if len(matches) != 1:
@@ -185,7 +185,7 @@ def refute_enqueued(
 def all_enqueued(
     kind_or_type: str | type | None = None, *, queue: str | None = None
 ) -> list[JobRecord]:
-    """Every waiting job (scheduled, available or retrying), oldest first, optionally only
+    """Every waiting job (pending, scheduled, available or retrying), oldest first, optionally only
     those of one kind and/or queue."""
     kind = None if kind_or_type is None else _kind_name(kind_or_type)
     return _records(WAITING_STATES, kind=kind, queue=queue)

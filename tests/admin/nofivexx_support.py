@@ -171,6 +171,7 @@ class JsonOperation:
         path = self.path.replace("{job_id}", str(job_id)).replace("{name}", value)
         if path.startswith("/bulk"):  # a bulk action needs a filter: one that matches nothing
             path = path.replace("{action}", "retry") + "?kind=no.such.kind"
+        path = path.replace("{workflow_id}", "{workflow}")  # filled by the caller
         return MOUNT.rstrip("/") + path
 
 

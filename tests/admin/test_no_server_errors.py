@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anole_jobs import Workflow
 from tests.admin.nofivexx_support import (
     ADMIN,
     ADMIN_JOBS,
@@ -96,7 +97,7 @@ class Page:
     operation: JsonOperation | None = None
 
     def url(self, job: int) -> str:
-        return self.path.replace("{job}", str(job))
+        return self.path.replace("{job}", str(job)).replace("{workflow}", WORKFLOW_OF.get(job, "-"))
 
     def expected(self, env: Any, asker: Asker) -> tuple[int, ...]:
         if asker.allowed:
@@ -115,6 +116,20 @@ class Page:
         return self.reads_store and (env.sql or self.surface != "admin")
 
 
+#: The workflow of each page's job, for pages that name a workflow (its one step is the job).
+WORKFLOW_OF: dict[int, str] = {}
+
+
+def job_for(env: Any, page: Page) -> int:
+    if "{workflow}" not in page.path:
+        return env.jobs.enqueue(Work(tag=page.path)).id
+    workflow = Workflow(page.path)
+    workflow.add(Work(tag=page.path), name="only")
+    created = env.jobs.enqueue_workflow(workflow)
+    WORKFLOW_OF[created.jobs["only"]] = created.id
+    return created.jobs["only"]
+
+
 DASHBOARD_PAGES = (
     Page("dashboard", "GET", DASHBOARD, (200,)),
     Page("dashboard", "GET", DASHBOARD + "jobs/", (200,)),
@@ -122,6 +137,8 @@ DASHBOARD_PAGES = (
     Page("dashboard", "GET", DASHBOARD + "jobs/{job}/", (200,)),
     Page("dashboard", "GET", DASHBOARD + "cron/", (200,)),
     Page("dashboard", "GET", DASHBOARD + "workers/", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "workflows/{workflow}/", (200,)),
+    Page("dashboard", "POST", DASHBOARD + "workflows/{workflow}/cancel", (302,)),
     Page("dashboard", "POST", DASHBOARD + "queues/default/pause", (302,)),
     Page("dashboard", "POST", DASHBOARD + "queues/default/resume", (302,)),
     Page("dashboard", "POST", DASHBOARD + "jobs/{job}/retry", (302,)),
@@ -209,7 +226,7 @@ def run_matrix(env: Any, people: Any, document: Any, asker: Asker, *, down: bool
     configure(env, asker)
     client = client_for(asker, people)
     pages = (*json_pages(document), *DASHBOARD_PAGES, *ADMIN_PAGES)
-    jobs = [env.jobs.enqueue(Work(tag=page.path)).id for page in pages]
+    jobs = [job_for(env, page) for page in pages]
     answers = []
     with take_store_down(env) if down else contextlib.nullcontext():
         for page, job in zip(pages, jobs, strict=True):

@@ -18,6 +18,7 @@ from asgiref.sync import async_to_sync
 from django.db import OperationalError
 from django.test import AsyncClient, Client
 
+from anole_jobs import Workflow
 from anole_jobs.admin_api.openapi import document
 from anole_jobs.admin_api.routes import COMMON_STATUSES, ROUTES, WRONG_METHOD, Route
 from anole_jobs.errors import StoreUnavailable
@@ -42,6 +43,10 @@ def url_of(route: Route, env: Any) -> str:
     path = route.path
     if "<str:job_id>" in path:
         path = path.replace("<str:job_id>", str(env.jobs.enqueue(Work()).id))
+    if "<str:workflow_id>" in path:
+        workflow = Workflow("routes")
+        workflow.add(Work())
+        path = path.replace("<str:workflow_id>", env.jobs.enqueue_workflow(workflow).id)
     path = path.replace("<anole_name:name>", "nightly" if path.startswith("cron") else "default")
     if path.startswith("bulk"):  # a bulk action needs a filter: one that matches nothing
         path = path.replace("<str:action>", "retry") + "?kind=no.such.kind"
@@ -137,6 +142,8 @@ def test_a_job_answers_every_record_field_with_utc_iso_times(env, staff):
         "attempted_at": None,
         "finished_at": None,
         "unique_key": None,
+        "workflow_id": None,
+        "step_name": None,
         "result": None,
     }
     assert body["created_at"].endswith("+00:00")

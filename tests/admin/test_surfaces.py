@@ -180,7 +180,7 @@ def test_openapi_declares_the_session_cookie_and_the_csrf_header():
         ("jobs/?after=-1", 400, "after must be a job id"),
         ("jobs/?limit=1e3", 400, "limit must be a whole number"),
         ("jobs/?state=lost", 400, "unknown state"),
-        ("jobs/?workflow=x", 400, "workflow"),
+        ("jobs/?workflow=" + "x" * 101, 400, "workflow must be a workflow id"),
         ("jobs/?surprise=1", 400, "unknown parameter"),
         ("jobs/99999999999999999999/", 404, "no job with id"),
         ("jobs/²/", 404, "no job with id"),

@@ -407,3 +407,15 @@ def test_prune_removes_a_finished_workflow_with_its_last_step(env):
     env.clock.advance(timedelta(days=30))
     env.store.prune(now=env.clock(), horizons={"completed": timedelta(days=1)})
     assert env.jobs.workflow(created.id) is None
+
+
+def test_deleting_steps_keeps_the_workflow_until_its_last_step(env):
+    wf = Workflow("two")
+    first = wf.add(Step("a"), name="a")
+    wf.add(Step("b"), name="b", after=[first])
+    created = env.jobs.enqueue_workflow(wf)
+    assert env.jobs.delete(created.jobs["a"])
+    record = env.jobs.workflow(created.id)
+    assert list(record.steps) == ["b"] and record.steps["b"].state == "pending"
+    assert env.jobs.delete(created.jobs["b"])
+    assert env.jobs.workflow(created.id) is None

@@ -163,6 +163,7 @@ class Command(BaseCommand):
         listing.add_argument("--state", choices=STATES)
         listing.add_argument("--queue")
         listing.add_argument("--kind")
+        listing.add_argument("--workflow", help="only the steps of this workflow (its id)")
         listing.add_argument(
             "--limit", type=argument(parse_limit), default=100, help="default 100, max 1000"
         )
@@ -192,6 +193,11 @@ class Command(BaseCommand):
                 action="store_true",
                 help="act on a queue that is neither in QUEUES nor holds jobs (a new name)",
             )
+        flow = sub("workflow", "one workflow: its steps, their states and what each waits for")
+        flow.add_argument("id")
+        flow.add_argument(
+            "--cancel", action="store_true", help="cancel every step not ended yet first"
+        )
         sub("cron", "the CRON entries with their next and last ticks")
         sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
         add_stats_arguments(sub("stats", "jobs started, completed and failed; run times"))
@@ -245,6 +251,7 @@ class Command(BaseCommand):
                 state=options["state"],
                 queue=options["queue"],
                 kind=options["kind"],
+                workflow=options["workflow"],
                 limit=options["limit"],
                 after=options["after"],
                 kind_prefix=options["kind_prefix"],
@@ -269,6 +276,16 @@ class Command(BaseCommand):
         record = actions.get(options["id"])
         self.emit(payloads.job(record), lambda: self.describe(record))
 
+    def do_workflow(self, options: dict[str, Any]) -> None:
+        from anole_jobs.management import workflow_cli
+        from anole_jobs.operations import workflows
+
+        if options["cancel"]:
+            record = workflows.cancel(options["id"]).record
+        else:
+            record = workflows.get(options["id"])
+        self.emit(payloads.workflow(record), lambda: workflow_cli.describe(record, self.now()))
+
     def describe(self, record: JobRecord) -> str:
         now = self.now()
         lines = [
@@ -283,6 +300,8 @@ class Command(BaseCommand):
         ]
         if record.unique_key:
             lines.append(f"unique key    {record.unique_key}")
+        if record.workflow_id is not None:
+            lines.append(f"workflow      {record.workflow_id}  step {record.step_name}")
         lines.append("args          " + json.dumps(record.args, indent=2).replace("\n", "\n  "))
         lines.append("meta          " + json.dumps(record.meta, indent=2).replace("\n", "\n  "))
         if record.state == "completed":

@@ -768,8 +768,12 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
 
     def delete(self, job_id: int) -> bool:
         with self.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {self.job_table} WHERE id = %s", [job_id])
-            deleted = cursor.rowcount > 0
+            cursor.execute(
+                f"DELETE FROM {self.job_table} WHERE id = %s RETURNING id, workflow_id", [job_id]
+            )
+            rows = cursor.fetchall()
+            deleted = bool(rows)
+            workflows.forget_steps(self, cursor, rows)  # a step: its edges, its empty workflow
         if deleted:
             self.send_done_notify([job_id])
             self.finished_at_commit([job_id])

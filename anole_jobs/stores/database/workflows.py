@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from anole_jobs.stores.base import (
     FINAL_STATES,
     ErrorEntry,
+    NewJob,
     NewStep,
     NewWorkflow,
     WorkflowRow,
@@ -433,9 +434,8 @@ def forget_steps(store: SQLStore, cursor: CursorWrapper, pruned: Sequence[tuple[
     )
 
 
-def _pending(job: Any) -> Any:
-    from dataclasses import replace
-
+def _pending(job: NewJob) -> NewJob:
+    """A step's job as inserted: pending, never holding a unique key."""
     return replace(job, state="pending", unique_key=None)
 
 
