@@ -543,7 +543,8 @@ BEGIN
         NEW.state NOT IN ('running', 'completed', 'dead') AS retried,
         NEW.state = 'dead' AS dead,
         CASE WHEN NEW.state = 'completed' THEN
-            max(0, ({finished} - {attempted} + 999) / 1000) END AS ms) AS moved) AS bucketed
+            max(0, ({finished} - {attempted} + 999) / 1000) END AS ms
+        LIMIT 1 OFFSET 0) AS moved LIMIT 1 OFFSET 0) AS bucketed
     WHERE true
     ON CONFLICT (queue, minute) DO UPDATE SET {updates};
 END"""
