@@ -10,7 +10,7 @@ has no percentile) break the line rather than drawing it through zero. Every tex
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +21,6 @@ from django.utils.safestring import SafeString, mark_safe
 WIDTH, HEIGHT = 720, 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 96, 36, 34
 LABEL_GAP = 14  # px between two line-end labels
-_ids = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,8 @@ def line_chart(
 ) -> SafeString:
     """An SVG line chart of `lines` over the points named by `x_labels` (one label shown every
     `label_every` points, one marker every `marker_every`). `y_format` writes an axis value."""
-    chart_id = f"anole-chart-{next(_ids)}"
+    # From the title, so a page and its live refresh render the same chart alike.
+    chart_id = "anole-chart-" + hashlib.sha256(title.encode()).hexdigest()[:10]
     points = len(x_labels)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     # Four grid steps of a round size (1, 2 or 5 times a power of ten): whole numbers for

@@ -213,6 +213,7 @@ def closed_port() -> int:
 
 
 STORE_METHODS = (
+    "stats",
     "insert",
     "claim",
     "heartbeat",
