@@ -10,7 +10,7 @@ has no percentile) break the line rather than drawing it through zero. Every tex
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 WIDTH, HEIGHT = 720, 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 96, 36, 34
-_ids = itertools.count(1)
+LABEL_GAP = 14  # px between two line-end labels
 
 
 @dataclass(frozen=True)
@@ -88,10 +88,14 @@ def line_chart(
 ) -> SafeString:
     """An SVG line chart of `lines` over the points named by `x_labels` (one label shown every
     `label_every` points, one marker every `marker_every`). `y_format` writes an axis value."""
-    chart_id = f"anole-chart-{next(_ids)}"
+    # From the title, so a page and its live refresh render the same chart alike.
+    chart_id = "anole-chart-" + hashlib.sha256(title.encode()).hexdigest()[:10]
     points = len(x_labels)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    top = nice_ceiling(max((v for ln in lines for v in ln.values if v is not None), default=0))
+    # Four grid steps of a round size (1, 2 or 5 times a power of ten): whole numbers for
+    # counts, round durations for times.
+    step = nice_ceiling(max((v for ln in lines for v in ln.values if v is not None), default=0) / 4)
+    top = 4 * step
 
     def x_at(i: int) -> float:
         return LEFT + (plot_w * i / (points - 1) if points > 1 else plot_w / 2)
@@ -107,8 +111,8 @@ def line_chart(
         f'<desc id="{chart_id}-d">{escape(description)}</desc>',
     ]
     # Grid and y axis: four steps up to a round maximum.
-    for step in range(5):
-        tick = top * step / 4
+    for index in range(5):
+        tick = step * index
         y = y_at(tick)
         parts.append(
             f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
@@ -130,8 +134,22 @@ def line_chart(
                 f'<text x="{x:.1f}" y="{TOP + plot_h + 18}" text-anchor="middle" fill="#333">'
                 f"{escape(label)}</text>"
             )
-    # Lines: one path per unbroken run of values, markers, and a label at the last value.
-    for line in lines:
+    # Each line's label at its last value, moved apart when two would overlap.
+    ends: list[tuple[float, int, float]] = []  # (y, line index, x)
+    for index, line in enumerate(lines):
+        last = next(
+            ((i, v) for i, v in reversed(list(enumerate(line.values))) if v is not None), None
+        )
+        if last is not None:
+            ends.append((y_at(last[1]), index, x_at(last[0])))
+    label_at: dict[int, tuple[float, float]] = {}
+    floor = -math.inf
+    for y, index, x in sorted(ends):
+        y = max(y, floor + LABEL_GAP)
+        label_at[index] = (x, y)
+        floor = y
+    # Lines: one path per unbroken run of values, markers, and the label.
+    for index, line in enumerate(lines):
         runs: list[list[tuple[float, float]]] = [[]]
         for i, value in enumerate(line.values):
             if value is None:
@@ -146,12 +164,10 @@ def line_chart(
         for i, value in enumerate(line.values):
             if value is not None and (i % marker_every == 0 or i == points - 1):
                 group.append(_marker(line.style.marker, x_at(i), y_at(value), line.style))
-        last = next(
-            ((i, v) for i, v in reversed(list(enumerate(line.values))) if v is not None), None
-        )
-        if last is not None:
+        if index in label_at:
+            x, y = label_at[index]
             group.append(
-                f'<text x="{x_at(last[0]) + 8:.1f}" y="{y_at(last[1]) + 4:.1f}" '
+                f'<text x="{x + 8:.1f}" y="{y + 4:.1f}" '
                 f'fill="{line.style.colour}">{escape(line.label)}</text>'
             )
         group.append("</g>")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from anole_jobs.stores.base import ErrorEntry, Finish, NewJob, RunRef
-from anole_jobs.stores.stats import STATS_KEEP, StatsPoint, bucket_of
+from anole_jobs.stores.stats import RUNTIME_BUCKETS_MS, STATS_KEEP, StatsPoint, bucket_of
 from tests.sampleapp.jobs import Work
 from tests.support.stats import clear_stats
 
@@ -247,3 +247,24 @@ def test_a_percentile_outside_zero_to_one_is_refused():
     with pytest.raises(ValueError, match="between 0 and 1"):
         StatsPoint(at=T0).percentile(0)
     assert StatsPoint(at=T0).percentile(0.5) is None
+
+
+def test_redis_lua_and_python_name_the_statistics_keys_alike(env):
+    if env.name != "redis":
+        pytest.skip("the Redis store's key names")
+    from anole_jobs.stores.redis.keys import LUA
+
+    store = env.store
+    script = LUA + (
+        "return {K_stat(29000000, 'a:b'), K_stath(483333, 'q'), K_statm(), K_stathm(),"
+        " tostring(STATS_KEEP_SECONDS), tostring(#STAT_BOUNDS)}"
+    )
+    got = [value.decode() for value in store.client.eval(script, 0, store.keys.prefix)]
+    assert got == [
+        store.keys.stat(29000000, "a:b"),
+        store.keys.stat_hour(483333, "q"),
+        store.keys.stat_minutes(),
+        store.keys.stat_hours(),
+        str(int(STATS_KEEP.total_seconds())),
+        str(len(RUNTIME_BUCKETS_MS)),
+    ]

@@ -565,6 +565,9 @@ _PG_STAT_TABLE = """CREATE TABLE "{stat}" (
 {counters}
 )"""
 
+# OFFSET 0 keeps each subquery apart: flattened, the planner would compute the run time and
+# its bucket once per histogram column (19 times per row), which made the trigger ten times
+# slower than the count trigger.
 _PG_STAT_FUNCTION = """CREATE FUNCTION "{function}"() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
     INSERT INTO "{stat}" (queue, minute, {columns})
@@ -585,7 +588,9 @@ BEGIN
                     n.finished_at - n.attempted_at) * 1000))::bigint END AS ms
             FROM old_jobs AS o JOIN new_jobs AS n ON n.id = o.id
             WHERE {when}
+            OFFSET 0
         ) AS moved
+        OFFSET 0
     ) AS bucketed
     GROUP BY queue, minute;
     RETURN NULL;
@@ -627,7 +632,8 @@ BEGIN
         NEW.state NOT IN ('running', 'completed', 'dead') AS retried,
         NEW.state = 'dead' AS dead,
         CASE WHEN NEW.state = 'completed' THEN
-            max(0, ({finished} - {attempted} + 999) / 1000) END AS ms) AS moved) AS bucketed
+            max(0, ({finished} - {attempted} + 999) / 1000) END AS ms
+        LIMIT 1 OFFSET 0) AS moved LIMIT 1 OFFSET 0) AS bucketed
     WHERE true
     ON CONFLICT (queue, minute) DO UPDATE SET {updates};
 END"""
