@@ -79,3 +79,41 @@ def test_an_unknown_queue_is_refused_unless_created(env, staff):
     assert missing.status_code == 404 and "default" in missing.json()["message"]
     made = post_limits(staff, "new", {"global_concurrency": 1, "create": True})
     assert made.status_code == 200 and made.json()["limits"]["source"] == "runtime"
+
+
+def cli(*args):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("jobs", *args, stdout=out, stderr=StringIO())
+    return out.getvalue().strip()
+
+
+def test_the_cli_shows_sets_and_clears_a_queues_limits(env):
+    env.jobs.enqueue_many([Work() for _ in range(3)])
+    assert cli("limits", "default") == (
+        "queue default: global_concurrency none, rate_limit none (from the settings); 0 job(s) held"
+    )
+    assert cli("limits", "default", "--concurrency", "1", "--rate", "30/m") == (
+        "queue default: global_concurrency 1, rate_limit 30/m (from the runtime); 2 job(s) held"
+    )
+    assert cli("limits", "default", "--concurrency", "1").endswith("; nothing changed")
+    assert env.jobs.service.store.runtime_limits()["default"].global_concurrency == 1
+    assert "(from the settings); 0 job(s) held" in cli("limits", "default", "--clear")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--concurrency", "0"), "positive int"),
+        (("--rate", "3/d"), '"N/s", "N/m" or "N/h"'),
+        (("--clear", "--rate", "3/s"), "give it alone"),
+    ],
+)
+def test_the_cli_refuses_bad_limits_in_one_line(env, args, message):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match=message.replace("/", "/")):
+        cli("limits", "default", *args)
