@@ -45,6 +45,7 @@ from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import Listing, each_page, fetch_page, parse_listing
 from anole_jobs.operations.permissions import Access, access
 from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_of
+from anole_jobs.records import QueueRecord
 from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
 
 PAGE_SIZE = 50
@@ -168,6 +169,22 @@ def _finished_since(since: datetime) -> tuple[dict[str, dict[str, int]], bool]:
     return counts, capped
 
 
+def _limits_row(queue: QueueRecord) -> dict[str, Any]:
+    """A queue's limits in force, in words, and the jobs they hold (docs/limits.md)."""
+    limits = queue.limits
+    parts = []
+    if limits.global_concurrency is not None:
+        parts.append(f"{limits.global_concurrency} at once")
+    if limits.rate_limit is not None:
+        parts.append(limits.rate_limit)
+    text = ", ".join(parts)
+    if text and limits.partition:
+        text += f" per {', '.join(limits.partition)}"
+    if text and limits.source == "runtime":
+        text += " (set at runtime)"
+    return {"limits": text, "held": queue.held}
+
+
 @require_GET
 @dashboard_view
 def queues(request: HttpRequest) -> HttpResponse:
@@ -186,12 +203,14 @@ def queues(request: HttpRequest) -> HttpResponse:
                 "counts": [(state, counts.get(state, 0)) for state in STATES],
                 "completed_last_hour": done.get("completed", 0),
                 "failed_last_hour": done.get("dead", 0),
+                **_limits_row(queue),
             }
         )
     context = {
         "title": "Queues",
         "section": "queues",
         "queues": rows,
+        "limited": [row for row in rows if row["limits"]],
         "states": STATES,
         "capped": capped,
         "now": now,
