@@ -22,6 +22,7 @@ from anole_jobs.durations import Duration
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.job import Job
 from anole_jobs.kinds import registry, spec_of
+from anole_jobs.limits import KEEP
 from anole_jobs.records import Enqueued, QueueRecord, StepReport
 from anole_jobs.schedules import CronRecord
 from anole_jobs.service import (
@@ -216,6 +217,22 @@ class JobsFacade:
     def resume(self, queue: str) -> QueueRecord:
         """Resume `queue`; its workers are woken at once. Idempotent."""
         return self.service.resume(queue)
+
+    def set_limits(
+        self,
+        queue: str,
+        *,
+        global_concurrency: int | None = KEEP,
+        rate_limit: str | tuple[int, Duration] | None = KEEP,
+    ) -> QueueRecord:
+        """Change `queue`'s limits while workers run (docs/limits.md): stored in the store, in
+        place of the settings' (`global_concurrency` an int, `rate_limit` "N/s", "N/m", "N/h"
+        or (N, duration)); None returns that limit to the settings, an omitted one stays as
+        it is. Every worker claims within them within about a second. `ValueError` for a bad
+        value."""
+        return self.service.set_limits(
+            queue, global_concurrency=global_concurrency, rate_limit=rate_limit
+        )
 
     def queues(self) -> builtins.list[QueueRecord]:
         """One record (`name, paused, counts`) per queue known from QUEUES, jobs or a pause."""

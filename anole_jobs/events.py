@@ -29,6 +29,7 @@ PRUNED = "pruned"  # count
 LEADERSHIP = "leadership"  # leader (bool)
 CRON_ENQUEUED = "cron_enqueued"  # name, job_id
 QUEUED_GAUGE = "queued_gauge"  # counts {queue: {state: n}}
+HELD_GAUGE = "held_gauge"  # held {queue: n}: available jobs the queue's limits hold back
 STORE_CALL = "store_call"  # method, seconds, ok
 
 #: Every event name; a listener subscribes to some of them (or all).
@@ -42,6 +43,7 @@ NAMES: tuple[str, ...] = (
     LEADERSHIP,
     CRON_ENQUEUED,
     QUEUED_GAUGE,
+    HELD_GAUGE,
     STORE_CALL,
 )
 

@@ -29,6 +29,8 @@ from typing import Any
 
 from anole_jobs.durations import to_timedelta
 
+#: `jobs.set_limits`'s default: leave that limit as it is stored.
+KEEP: Any = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
 #: The options of a queue in QUEUES that set its limits.
 LIMIT_KEYS = ("global_concurrency", "rate_limit", "partition")
 PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0}

@@ -128,6 +128,13 @@ class MetricsListener:
             multiprocess_mode="livemostrecent",
             registry=registry,
         )
+        self.held = Gauge(
+            "anole_jobs_held",
+            "Available jobs the queue's limits hold back, as the leader last counted them",
+            ["queue"],
+            multiprocess_mode="livemostrecent",
+            registry=registry,
+        )
         self.rescued = Counter(
             "anole_jobs_rescued_total",
             "Jobs put back after their lease lapsed",
@@ -167,6 +174,7 @@ class MetricsListener:
             events.LEADERSHIP: self._leadership,
             events.CRON_ENQUEUED: self._cron_enqueued,
             events.QUEUED_GAUGE: self._queued_gauge,
+            events.HELD_GAUGE: self._held_gauge,
         }
 
     def __call__(self, event: events.Event) -> None:
@@ -245,6 +253,10 @@ class MetricsListener:
             for key, n in current.items():
                 self.queued.labels(*key).set(n)
             self._queued_keys |= current.keys()
+
+    def _held_gauge(self, event: events.Event) -> None:
+        for queue, n in event["held"].items():
+            self._child(self.held, str(queue)).set(n)
 
 
 #: The metrics of each registry, made once per process (see the module docstring).

@@ -59,13 +59,27 @@ class StepReport:
 
 
 @dataclass(frozen=True, kw_only=True)
+class QueueLimits:
+    """A queue's limits in force (docs/limits.md): `rate_limit` as text ("20/s"), None for
+    none; `source` is "runtime" once `jobs.set_limits` stored some, else "settings"."""
+
+    global_concurrency: int | None = None
+    rate_limit: str | None = None
+    partition: tuple[str, ...] = ()
+    source: str = "settings"
+
+
+@dataclass(frozen=True, kw_only=True)
 class QueueRecord:
     """One queue as `jobs.queues()` reports it: whether it is paused, and its jobs
-    counted by state (``{state: n}``, states with none omitted)."""
+    counted by state (``{state: n}``, states with none omitted); its limits in force and how
+    many available jobs they hold back (`held`)."""
 
     name: str
     paused: bool
     counts: Mapping[str, int]
+    limits: QueueLimits = field(default_factory=QueueLimits)
+    held: int = 0
 
 
 def encode_result(value: object, *, limit: int, where: str = "the handler") -> str | None:

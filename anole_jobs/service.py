@@ -27,7 +27,8 @@ from anole_jobs.conf import Settings
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob, JobFailed, JobNotFinished
 from anole_jobs.kinds import KindSpec, Registry, check_name, check_priority, spec_of
-from anole_jobs.records import Enqueued, QueueRecord
+from anole_jobs.limits import KEEP, Limits, RuntimeLimits, parse_concurrency, parse_rate
+from anole_jobs.records import Enqueued, QueueLimits, QueueRecord
 from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
 from anole_jobs.stores.base import (
     FINAL_STATES,
@@ -570,9 +571,15 @@ class JobService:
         """Every queue known from QUEUES, stored jobs or a pause, by name."""
         counts = self.store.counts()
         paused = self.store.paused_queues()
-        names = sorted(set(self.settings.queues) | set(counts) | set(paused))
+        runtime = self.store.runtime_limits()
+        names = sorted(set(self.settings.queues) | set(counts) | set(paused) | set(runtime))
         return [
-            QueueRecord(name=name, paused=name in paused, counts=counts.get(name, {}))
+            QueueRecord(
+                name=name,
+                paused=name in paused,
+                counts=counts.get(name, {}),
+                **self._limits_of(name, runtime),
+            )
             for name in names
         ]
 
@@ -583,11 +590,59 @@ class JobService:
             name=name,
             paused=name in self.store.paused_queues(),
             counts=self.store.counts().get(name, {}),
+            **self._limits_of(name, self.store.runtime_limits()),
         )
 
     def workers(self) -> builtins.list[WorkerRecord]:
         """The worker processes alive now (their records not expired), by host and pid."""
         return self.store.workers(now=self.clock())
+
+    # -- queue limits (docs/limits.md) -------------------------------------------------------
+    def set_limits(
+        self,
+        queue: str,
+        *,
+        global_concurrency: object = KEEP,
+        rate_limit: object = KEEP,
+    ) -> QueueRecord:
+        """Store limits for `queue` in place of its settings'; None returns one to the
+        settings, an omitted one stays as stored. `ValueError` for a bad value."""
+        name = queue_name(queue)
+        stored = self.store.runtime_limits().get(name, RuntimeLimits())
+        concurrency, rate = stored.global_concurrency, stored.rate_limit
+        if global_concurrency is not KEEP:
+            concurrency = (
+                None if global_concurrency is None else parse_concurrency(global_concurrency)
+            )
+        if rate_limit is not KEEP:
+            rate = None if rate_limit is None else parse_rate(rate_limit)
+        limits = RuntimeLimits(global_concurrency=concurrency, rate_limit=rate)
+        self.store.set_limits(name, limits)
+        logger.info(
+            "queue %s: limits set at runtime: global_concurrency %s, rate_limit %s",
+            name,
+            concurrency if concurrency is not None else "from the settings",
+            rate if rate is not None else "from the settings",
+        )
+        self.store.wake([name])  # a raised limit lets held jobs go at once
+        return self.queue(name)
+
+    def _limits_of(self, name: str, runtime: Mapping[str, RuntimeLimits]) -> dict[str, Any]:
+        """`limits` and `held` of a queue record."""
+        config = self.settings.queues.get(name)
+        configured = config.limits if config is not None else Limits()
+        stored = runtime.get(name)
+        effective = configured.overlay(stored)
+        limits = QueueLimits(
+            global_concurrency=effective.global_concurrency,
+            rate_limit=str(effective.rate_limit) if effective.rate_limit is not None else None,
+            partition=effective.partition,
+            source="runtime" if stored is not None and not stored.empty else "settings",
+        )
+        held = 0
+        if effective.active:
+            held = self.store.held_count(name, configured, now=self.clock())
+        return {"limits": limits, "held": held}
 
 
 #: The shortest interval at which a result waiter looks again without a wake-up.

@@ -160,11 +160,47 @@ SCHEMAS: dict[str, Any] = {
     },
     "Queue": {
         "type": "object",
-        "required": ["name", "paused", "counts"],
+        "required": ["name", "paused", "counts", "limits", "held"],
         "properties": {
             "name": {"type": "string"},
             "paused": {"type": "boolean"},
             "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "limits": {"$ref": "#/components/schemas/QueueLimits"},
+            "held": {
+                "type": "integer",
+                "description": "Available jobs the queue's limits hold back now.",
+            },
+        },
+    },
+    "QueueLimits": {
+        "type": "object",
+        "description": "The limits in force (docs/limits.md).",
+        "properties": {
+            "global_concurrency": {"type": ["integer", "null"]},
+            "rate_limit": {"type": ["string", "null"], "description": 'e.g. "20/s"'},
+            "partition": {"type": ["array", "null"], "items": {"type": "string"}},
+            "source": {"type": "string", "enum": ["settings", "runtime"]},
+        },
+    },
+    "QueueLimitsChange": {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Omitted fields stay as stored; null returns a limit to the settings.",
+        "properties": {
+            "global_concurrency": {"type": ["integer", "null"], "minimum": 1},
+            "rate_limit": {
+                "oneOf": [
+                    {"type": "string", "pattern": "^[0-9]+/[smh]$"},
+                    {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "number"}]},
+                    {"type": "null"},
+                ],
+                "description": '"N/s", "N/m", "N/h" or [N, seconds]',
+            },
+            "clear": {
+                "type": "boolean",
+                "description": "Return both limits to the settings.",
+            },
+            "create": {"type": "boolean", "default": False},
         },
     },
     "QueueList": {

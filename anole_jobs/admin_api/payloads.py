@@ -81,7 +81,19 @@ def counts(values: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]
 
 
 def queue(record: QueueRecord) -> dict[str, Any]:
-    return {"name": record.name, "paused": record.paused, "counts": dict(record.counts)}
+    limits = record.limits
+    return {
+        "name": record.name,
+        "paused": record.paused,
+        "counts": dict(record.counts),
+        "limits": {
+            "global_concurrency": limits.global_concurrency,
+            "rate_limit": limits.rate_limit,
+            "partition": list(limits.partition) or None,
+            "source": limits.source,
+        },
+        "held": record.held,
+    }
 
 
 def queues(records: Sequence[QueueRecord]) -> dict[str, Any]:

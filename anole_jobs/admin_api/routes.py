@@ -436,6 +436,21 @@ ROUTES: tuple[Route, ...] = (
     ),
     *WORKFLOW_ROUTES,
     Route(
+        path="queues/<anole_name:name>/limits",
+        name="queue-limits",
+        params=(QUEUE_NAME,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="set_queue_limits",
+                summary="Change a queue's limits while workers run (stored; null: settings)",
+                body="Queue",
+                request_body="QueueLimitsChange",
+                errors=(400, 404),
+            ),
+        ),
+    ),
+    Route(
         path="openapi.json",
         name="openapi",
         operations=(

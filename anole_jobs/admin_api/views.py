@@ -24,6 +24,7 @@ from django.urls import Resolver404, resolve
 from anole_jobs.admin_api import bulk_views, openapi, payloads, workers
 from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
+from anole_jobs.limits import KEEP
 from anole_jobs.operations import actions, workflows
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.ids import parse_job_id
@@ -142,6 +143,35 @@ def cancel_workflow(request: HttpRequest, workflow_id: str) -> Answer:
     return 200, payloads.workflow(workflows.cancel(workflow_id).record)
 
 
+_LIMIT_FIELDS = ("global_concurrency", "rate_limit", "clear", "create")
+
+
+def set_queue_limits(request: HttpRequest, name: str) -> Answer:
+    """JSON ``{"global_concurrency": 5, "rate_limit": "20/s"}``: omitted fields stay as
+    stored, null returns one to the settings, ``"clear": true`` both (docs/limits.md)."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        body = None
+    if not isinstance(body, dict):
+        raise BadInput("body", 'the body must be a JSON object, e.g. {"global_concurrency": 5}')
+    unknown = sorted(set(body) - set(_LIMIT_FIELDS))
+    if unknown:
+        raise BadInput("body", f"unknown field(s) {', '.join(unknown)}; known: {_LIMIT_FIELDS}")
+    for flag in ("clear", "create"):
+        if not isinstance(body.get(flag, False), bool):
+            raise BadInput(flag, f"{flag} must be true or false, got {body[flag]!r}")
+    clear = body.get("clear", False)
+    changes = {
+        field: None if clear else body.get(field, KEEP)
+        for field in ("global_concurrency", "rate_limit")
+    }
+    outcome = actions.set_limits(
+        name, create=body.get("create", False), how_to_create=HOW_TO_CREATE, **changes
+    )
+    return 200, payloads.queue(outcome.record)
+
+
 def openapi_document(request: HttpRequest) -> Answer:
     # The routes' base is where this document is served from (the mount of the URLconf).
     return 200, openapi.document(server_url=request.path.rsplit("/", 1)[0] or "/")
@@ -164,6 +194,7 @@ HANDLERS: dict[str, Handler] = {
         resume_queue,
         get_workflow,
         cancel_workflow,
+        set_queue_limits,
         openapi_document,
         workers.list_workers,
     )

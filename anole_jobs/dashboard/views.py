@@ -50,6 +50,7 @@ from anole_jobs.operations.listing import (
 from anole_jobs.operations.permissions import Access, access
 from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_of
 from anole_jobs.operations.stats import StatsQuery, read_stats
+from anole_jobs.records import QueueRecord
 from anole_jobs.stores.base import STATES, JobRecord
 from anole_jobs.stores.stats import StatsPoint
 
@@ -156,6 +157,22 @@ def live_js(request: HttpRequest) -> HttpResponse:
 
 
 # -- queues ----------------------------------------------------------------------------------
+def _limits_row(queue: QueueRecord) -> dict[str, Any]:
+    """A queue's limits in force, in words, and the jobs they hold (docs/limits.md)."""
+    limits = queue.limits
+    parts = []
+    if limits.global_concurrency is not None:
+        parts.append(f"{limits.global_concurrency} at once")
+    if limits.rate_limit is not None:
+        parts.append(limits.rate_limit)
+    text = ", ".join(parts)
+    if text and limits.partition:
+        text += f" per {', '.join(limits.partition)}"
+    if text and limits.source == "runtime":
+        text += " (set at runtime)"
+    return {"limits": text, "held": queue.held}
+
+
 @require_GET
 @dashboard_view
 def queues(request: HttpRequest) -> HttpResponse:
@@ -176,12 +193,15 @@ def queues(request: HttpRequest) -> HttpResponse:
                 "counts": [(state, counts.get(state, 0)) for state in STATES],
                 "completed_last_hour": done.completed,
                 "failed_last_hour": done.failed,
+                **_limits_row(queue),
+                **_limits_row(queue),
             }
         )
     context = {
         "title": "Queues",
         "section": "queues",
         "queues": rows,
+        "limited": [row for row in rows if row["limits"]],
         "states": STATES,
         "throughput_chart": throughput_chart(report, report.overall),
         "now": now,

@@ -88,7 +88,21 @@ class QueuedGauge:
         # Cheap at any table size: only waiting and running jobs are counted.
         counts = self.service.store.queued_counts(list(self.service.settings.queues))
         self.service.bus.emit(events.QUEUED_GAUGE, counts=counts)
+        self._held(now)
         return counts
+
+    def _held(self, now: datetime) -> None:
+        """The ``anole_jobs_held`` gauge: jobs held back by the limits of each queue that has
+        some (docs/limits.md); nothing is read for a queue without limits."""
+        store, queues = self.service.store, self.service.settings.queues
+        runtime = store.runtime_limits()
+        held = {
+            name: store.held_count(name, config.limits, now=now)
+            for name, config in queues.items()
+            if config.limits.active or name in runtime
+        }
+        if held:
+            self.service.bus.emit(events.HELD_GAUGE, held=held)
 
 
 class Leadership:

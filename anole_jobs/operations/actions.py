@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from anole_jobs.api import jobs
-from anole_jobs.operations.problems import NotFound
+from anole_jobs.limits import KEEP, parse_concurrency, parse_rate
+from anole_jobs.operations.problems import BadInput, NotFound
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.stores.base import JobRecord
 
@@ -123,3 +124,35 @@ def resume(
 ) -> Outcome[QueueRecord]:
     """Resume `name`; unchanged when it was not paused."""
     return _queue_action(name, pause=False, create=create, how_to_create=how_to_create)
+
+
+def set_limits(
+    name: str,
+    *,
+    global_concurrency: object = KEEP,
+    rate_limit: object = KEEP,
+    create: bool = False,
+    how_to_create: str = "ask with create",
+) -> Outcome[QueueRecord]:
+    """Store limits for queue `name` in place of its settings' (docs/limits.md): None returns
+    one to the settings, `KEEP` leaves it as stored. A bad value is `BadInput` naming it;
+    an unknown queue `NotFound` unless `create`. Unchanged when the limits in force stay."""
+    for field, value, parse in (
+        ("global_concurrency", global_concurrency, parse_concurrency),
+        ("rate_limit", rate_limit, parse_rate),
+    ):
+        if value is not KEEP and value is not None:
+            try:
+                parse(value, name=field)
+            except ValueError as exc:
+                raise BadInput(field, str(exc)) from None
+    known = known_queues()
+    before = known.get(name)
+    if before is None and not create:
+        raise _unknown_queue(name, known, how_to_create)
+    record = jobs.set_limits(
+        name,
+        global_concurrency=global_concurrency,  # type: ignore[arg-type]  # checked above
+        rate_limit=rate_limit,  # type: ignore[arg-type]
+    )
+    return Outcome(record, before is None or record.limits != before.limits)

@@ -659,8 +659,9 @@ class Store(ABC):
         raise NotImplementedError(f"the {self.name} store has no queue limits")
 
     def runtime_limits(self) -> dict[str, RuntimeLimits]:
-        """``{queue: limits}`` stored by `set_limits` (queues with none are left out)."""
-        raise NotImplementedError(f"the {self.name} store has no queue limits")
+        """``{queue: limits}`` stored by `set_limits` (queues with none are left out).
+        A store without queue limits has none."""
+        return {}
 
     def held_count(self, queue: str, limits: Limits, *, now: datetime) -> int:
         """How many ``available`` jobs of `queue` its limits (`limits` with the runtime ones

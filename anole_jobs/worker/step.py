@@ -69,11 +69,12 @@ class Stepper:
         queues = list(service.settings.queues)
         handled = service.registry.handled_kinds()
         UnhandledKinds(service).run_once(queues)
+        limited = set(service.store.runtime_limits())  # queues with limits set at runtime
         for queue in queues:
             if not handled:
                 break
             now = service.clock()
-            claimed = self._claim(queue, handled, now)
+            claimed = self._claim(queue, handled, now, limited)
             # One fenced write for the whole batch, as the runtime's completer does: a step's
             # later jobs see earlier outcomes only once the step returns.
             attempts = self._run_all(claimed)
@@ -99,9 +100,11 @@ class Stepper:
             leader=leader,
         )
 
-    def _claim(self, queue: str, handled: frozenset[str], now: datetime) -> list[ClaimedJob]:
-        """The queue's due jobs, within its limits when its settings set some (limits set
-        only at runtime apply to the runtime's workers: a step looks up nothing more)."""
+    def _claim(
+        self, queue: str, handled: frozenset[str], now: datetime, limited: set[str]
+    ) -> list[ClaimedJob]:
+        """The queue's due jobs, within its limits when it has some (in its settings, or set
+        at runtime: `limited`)."""
         service = self.service
         limits = service.settings.queues[queue].limits
         options: dict[str, Any] = {
@@ -111,7 +114,7 @@ class Stepper:
             "lease_until": now + service.settings.lease,
             "worker": self._leadership().instance,
         }
-        if limits.active:
+        if limits.active or queue in limited:
             return service.store.claim_limited(queue, limits=limits, **options).jobs
         return service.store.claim(queue, **options)
 

@@ -260,12 +260,21 @@ def test_counts_cron_and_trigger(env, staff):
 def test_queues_pause_and_resume(env, staff):
     env.jobs.enqueue(Work())
     paused = staff.post(f"{MOUNT}queues/default/pause").json()
-    assert paused == {"name": "default", "paused": True, "counts": {"available": 1}}
+    no_limits = {
+        "limits": {
+            "global_concurrency": None,
+            "rate_limit": None,
+            "partition": None,
+            "source": "settings",
+        },
+        "held": 0,
+    }
+    assert paused == {"name": "default", "paused": True, "counts": {"available": 1}, **no_limits}
     assert env.jobs.step().runs == []
     assert staff.get(f"{MOUNT}queues").json() == {
         "queues": [
-            {"name": "default", "paused": True, "counts": {"available": 1}},
-            {"name": "mail", "paused": False, "counts": {}},
+            {"name": "default", "paused": True, "counts": {"available": 1}, **no_limits},
+            {"name": "mail", "paused": False, "counts": {}, **no_limits},
         ]
     }
     resumed = staff.post(f"{MOUNT}queues/default/resume").json()

@@ -229,7 +229,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0005_workflows",
             "0006_limits",
             "0007_stats",
-            "0009_workers",
+            "0008_workers",
         ]
 
 

@@ -169,3 +169,20 @@ def test_a_step_runs_only_what_the_limits_allow_and_the_rest_waits(env):
     assert [env.jobs.get(i).state for i in ids].count("available") == 3
     env.clock.advance(60)
     assert len(env.jobs.step().runs) == 2
+
+
+def test_a_claimer_whose_clock_read_earlier_still_counts_every_claim_of_its_window(env):
+    # Two workers: one read its clock at 11.0 s but takes its turn after one that read
+    # 11.4 s (which found nothing to claim, and no longer counts the claim made at 10.3 s).
+    limits = limited(env, rate_limit=(1, timedelta(seconds=1)))
+    start = env.clock()
+    env.jobs.enqueue(Work())
+    env.clock.set(start + timedelta(seconds=10.3))
+    assert len(claim(env, limits).jobs) == 1
+    env.clock.set(start + timedelta(seconds=11.4))
+    assert claim(env, limits).jobs == []  # nothing waits
+    env.jobs.enqueue(Work())
+    env.clock.set(start + timedelta(seconds=11.0))
+    late = claim(env, limits)
+    assert late.jobs == [] and late.held  # 10.3 s is in its window: the rate is used
+    assert late.reopens_at == start + timedelta(seconds=11.3)

@@ -455,6 +455,19 @@ def test_a_fresh_process_with_default_settings_has_them_in_the_default_registry(
     every = sorted(
         family.name for family in metrics.MetricsListener(CollectorRegistry()).registry.collect()
     )
-    assert json.loads(names_line) == every and len(every) == 10
+    assert json.loads(names_line) == every and len(every) == 11
     for name in every:
         assert f"# HELP {name}" in exposition
+
+
+def test_the_leader_reports_the_jobs_held_by_each_limited_queue(env: Any) -> None:
+    env.configure(QUEUES={"default": {"global_concurrency": 1}, "mail": {}})
+    jobs.enqueue_many([Work() for _ in range(3)])
+    jobs.step()  # counts first: 2 of the 3 held; then runs one (within the limit)
+    assert value("anole_jobs_held", queue="default") == 2
+    jobs.set_limits("mail", rate_limit="1/h")
+    jobs.enqueue_many([Work() for _ in range(2)], queue="mail")
+    env.clock.advance(timedelta(seconds=15))
+    jobs.step()  # counts (default: 1 held; mail: 1 of 2), then runs one of each
+    assert value("anole_jobs_held", queue="default") == 1
+    assert value("anole_jobs_held", queue="mail") == 1

@@ -198,6 +198,18 @@ class Command(BaseCommand):
         flow.add_argument(
             "--cancel", action="store_true", help="cancel every step not ended yet first"
         )
+        limits = sub("limits", "change a queue's limits while workers run (docs/limits.md)")
+        limits.add_argument("queue")
+        limits.add_argument("--concurrency", type=int, help="global_concurrency: N at once")
+        limits.add_argument("--rate", help='rate_limit: "N/s", "N/m" or "N/h"')
+        limits.add_argument(
+            "--clear", action="store_true", help="return both limits to the settings"
+        )
+        limits.add_argument(
+            "--create",
+            action="store_true",
+            help="act on a queue that is neither in QUEUES nor holds jobs (a new name)",
+        )
         sub("cron", "the CRON entries with their next and last ticks")
         sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
         add_stats_arguments(sub("stats", "jobs started, completed and failed; run times"))
@@ -423,6 +435,33 @@ class Command(BaseCommand):
         self._queue(
             actions.resume(options["queue"], create=options["create"], how_to_create=HOW_TO_CREATE)
         )
+
+    def do_limits(self, options: dict[str, Any]) -> None:
+        """Without --concurrency, --rate or --clear: show the queue's limits in force."""
+        clear = options["clear"]
+        if clear and (options["concurrency"] is not None or options["rate"] is not None):
+            raise CommandError("--clear returns both limits to the settings: give it alone")
+        changes: dict[str, Any] = {}
+        if clear:
+            changes = {"global_concurrency": None, "rate_limit": None}
+        if options["concurrency"] is not None:
+            changes["global_concurrency"] = options["concurrency"]
+        if options["rate"] is not None:
+            changes["rate_limit"] = options["rate"]
+        outcome = actions.set_limits(
+            options["queue"], create=options["create"], how_to_create=HOW_TO_CREATE, **changes
+        )
+        record = outcome.record
+        limits = record.limits
+        line = (
+            f"queue {record.name}: global_concurrency {limits.global_concurrency or 'none'},"
+            f" rate_limit {limits.rate_limit or 'none'}"
+            + (f", partition {', '.join(limits.partition)}" if limits.partition else "")
+            + f" (from the {limits.source}); {record.held} job(s) held"
+        )
+        if changes and not outcome.changed:
+            line += "; nothing changed"
+        self.emit(payloads.queue(record), _constant(line))
 
     def do_cron(self, options: dict[str, Any]) -> None:
         records = jobs.cron_list()

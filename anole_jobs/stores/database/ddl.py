@@ -81,7 +81,7 @@ class Tables:
     workflow: str  # one row per workflow (migration 0005)
     dependency: str  # one row per (step, dependency) edge of a workflow (migration 0005)
     limit: str = ""  # one row per limited queue: its runtime limits, its recent claims (0006)
-    worker: str = ""  # one row per running worker process (migration 0009)
+    worker: str = ""  # one row per running worker process (migration 0008)
 
 
 def tables(prefix: str) -> Tables:
@@ -727,7 +727,7 @@ CREATE TABLE "{worker}" (
 
 
 def worker_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
-    """Migration 0009: the worker table, one row per running worker process (a model, so
+    """Migration 0008: the worker table, one row per running worker process (a model, so
     Django's ``flush`` empties it like the job table)."""
     _check(vendor, prefix)
     table = tables(prefix).worker
@@ -747,7 +747,7 @@ PARTS: tuple[tuple[str | None, Callable[[str, str], list[str]]], ...] = (
     ("workflows (migration 0005)", workflow_statements),
     ("queue limits (migration 0006)", limit_statements),
     ("job statistics (migration 0007)", stat_statements),
-    ("workers (migration 0009)", worker_statements),
+    ("workers (migration 0008)", worker_statements),
 )
 
 

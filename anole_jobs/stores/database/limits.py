@@ -69,6 +69,17 @@ class SQLLimits:
             if not effective.active:
                 rows = self.claim_rows(cursor, queue, kinds, limit, now, lease_until, worker)
                 return LimitedClaim(jobs=self._claimed(rows, now, lease_until))
+            cap = effective.global_concurrency
+            if cap is not None and effective.rate_limit is None and not effective.partition:
+                capped = self.claim_capped(
+                    cursor, queue, kinds, limit, cap, now, lease_until, worker
+                )
+                if capped is not None:
+                    rows, running = capped
+                    if running is None:  # nothing claimed: count to tell "held" from "none"
+                        running = self._running(cursor, queue, effective)[""]
+                    held = running + len(rows) >= cap and len(rows) < limit
+                    return LimitedClaim(jobs=self._claimed(rows, now, lease_until), held=held)
             planner = Planner(
                 effective,
                 now=now.timestamp(),
@@ -98,6 +109,23 @@ class SQLLimits:
             reopens = now + timedelta(seconds=plan.reopens_at - now.timestamp())
         claimed = self._claimed(rows, now, lease_until)
         return LimitedClaim(jobs=claimed, held=plan.held, reopens_at=reopens)
+
+    def claim_capped(
+        self,
+        cursor: CursorWrapper,
+        queue: str,
+        kinds: Collection[str] | None,
+        limit: int,
+        cap: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> tuple[list[tuple[Any, ...]], int | None] | None:
+        """Vendor hook: claim up to `limit` jobs but no more than `cap` minus the queue's
+        running jobs, counting and claiming in one statement (after the row lock); the rows
+        and the running count before the claim (None when no row came back). None when the
+        vendor has no such statement (the caller counts, then claims)."""
+        return None
 
     def _claimed(  # type: ignore[misc]  # a mixin of that store
         self: SQLStore, rows: Sequence[Sequence[Any]], now: datetime, lease_until: datetime

@@ -470,6 +470,42 @@ class PostgresStore(SQLStore):
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
 
     # -- queue limits ------------------------------------------------------------------------
+    def claim_capped(
+        self,
+        cursor: CursorWrapper,
+        queue: str,
+        kinds: Collection[str] | None,
+        limit: int,
+        cap: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> tuple[list[tuple[Any, ...]], int | None] | None:
+        # One statement after the limit row's lock: its snapshot sees every claim committed
+        # before the lock was granted, and the claim statement of `claim_rows` with its LIMIT
+        # lowered to the room the running count leaves.
+        kind_filter: str = ""
+        kind_params: list[Any] = []
+        if kinds is not None:
+            kind_filter = " AND kind = ANY(%s::text[])"
+            kind_params = [list(kinds)]
+        self._relax_if_asked(cursor)
+        cursor.execute(
+            f"WITH r AS (SELECT COUNT(*) AS n FROM {self.job_table}"
+            " WHERE queue = %s AND state = 'running'),"
+            f" c AS MATERIALIZED (SELECT id FROM {self.job_table}"
+            f" WHERE state = 'available' AND queue = %s{kind_filter}{self.not_paused()}"
+            " ORDER BY priority DESC, scheduled_at, id"
+            " LIMIT GREATEST(0, LEAST(%s, %s - (SELECT n FROM r))) FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {self.job_table} AS j SET state = 'running', attempt = j.attempt + 1,"
+            " claim_token = j.claim_token + 1, attempted_at = %s, lease_until = %s,"
+            " claimed_by = %s"
+            f" FROM c WHERE j.id = c.id RETURNING {CLAIMED_COLUMNS}, (SELECT n FROM r)",
+            [queue, queue, *kind_params, queue, limit, cap, now, lease_until, worker],
+        )
+        rows = cursor.fetchall()
+        return rows, (rows[0][-1] if rows else None)
+
     def claim_ids(
         self,
         cursor: CursorWrapper,

@@ -1,5 +1,5 @@
 """The SQL stores' worker records (a mixin of `SQLStore`): one row per running worker in the
-``<prefix>worker`` table (migration 0009). The columns the store filters on (`expires_at`)
+``<prefix>worker`` table (migration 0008). The columns the store filters on (`expires_at`)
 and people sort by (`host`, `pid`) are columns; the rest of the record is the `info` JSON."""
 
 from __future__ import annotations

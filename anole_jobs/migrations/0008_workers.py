@@ -1,7 +1,7 @@
 """The worker table: each running worker process records itself there on its heartbeat (see
 docs/dashboard.md, "Workers"). Like 0001, its name follows ``TABLE_PREFIX`` and
 ``MIGRATE=False`` makes it create nothing (``anole_jobs.sql(vendor, prefix)`` has its DDL
-after the line ``-- workers (migration 0009)``)."""
+after the line ``-- workers (migration 0008)``)."""
 
 from django.db import migrations, models
 
