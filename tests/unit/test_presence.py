@@ -39,13 +39,14 @@ def test_the_heartbeat_records_busy_slots_and_held_jobs_and_stop_removes_them(rt
     ids = [e.id for e in jobs.enqueue_many([Work(action=action) for _ in range(9)])]
     jobs.start()
     with cond:
-        # Three slots busy, three more jobs claimed ahead and waiting for a slot.
-        assert cond.wait_for(lambda: seen and seen[-1].busy == 3 and seen[-1].held == 6, WAIT)
+        # Three slots busy. A pool claims only its free slots until it has measured its pace
+        # (these jobs have not finished yet), so it holds exactly the three that run.
+        assert cond.wait_for(lambda: seen and seen[-1].busy == 3 and seen[-1].held == 3, WAIT)
         record = seen[-1]
     (listed,) = jobs.workers()
     assert listed.id == record.id and listed.pid == record.pid
     assert [(q.name, q.busy, q.total) for q in record.queues] == [("default", 3, 3)]
-    assert [job.running for job in record.jobs] == [True] * 3 + [False] * 3
+    assert [job.running for job in record.jobs] == [True] * 3
     assert {job.id for job in record.jobs} <= set(ids)
     # The record counts for three heartbeats (one lease) after it was written.
     assert (record.expires_at - record.last_seen).total_seconds() == 1.0
