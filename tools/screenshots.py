@@ -1,14 +1,17 @@
 """Regenerate the dashboard's screenshots in docs/screenshots/: ``python -m tools.screenshots``
 (or ``make screenshots``).
 
-It builds a throwaway site (`tools.screenshots_site`: SQLite in a temporary folder), starts a
-real ``runjobs`` process and ``runserver``, seeds jobs that complete, fail, retry and run long,
-then photographs every page of `PAGES` with Chromium (Playwright) at a desktop and a phone
-width: ``<name>.png`` and ``<name>-phone.png``. The worker reports the fixed host label
-``worker-1`` (``ANOLE_JOBS_HOST``), so no name of this machine and no temporary path shows.
+It builds a throwaway site (`tools.screenshots_site`: SQLite in a temporary folder), writes an
+hour of finished runs through the store (``screenshots_history``: what the statistics page
+charts), starts a real ``runjobs`` process and ``runserver``, seeds jobs that complete, fail,
+retry and run long and a small workflow, then photographs every page of `PAGES` with Chromium
+(Playwright) at a desktop and a phone width: ``<name>.png`` and ``<name>-phone.png``. The
+worker reports the fixed host label ``worker-1`` (``ANOLE_JOBS_HOST``), so no name of this
+machine and no temporary path shows.
 
 To add a page, add a `Page` to `PAGES`: its file name, its path under the dashboard (``{name}``
-fields are filled from what the seed command prints: ``failed``, ``completed``, ``running``),
+fields are filled from what the seed command prints: ``failed``, ``completed``, ``running``,
+``workflow``),
 and a text the page shows once it is ready. The browser test of every page
 (tests/dashboard/test_every_page_browser.py) visits the same list.
 
@@ -67,7 +70,11 @@ PAGES: tuple[Page, ...] = (
     Page("jobs", "jobs/?state=dead", "billing.charge"),
     Page("job-failed", "jobs/{failed}/", "card declined for invoice 1042"),
     Page("job-completed", "jobs/{completed}/", "entries_synced"),
+    Page("jobs-search", "jobs/?kind_prefix=billing.&error=declined", "Searched jobs"),
+    Page("bulk-retry", "bulk/retry?state=dead&kind_prefix=billing.", "matching jobs?"),
+    Page("workflow", "workflows/{workflow}/", "import feed 42"),
     Page("cron", "cron/", "nightly-report"),
+    Page("stats", "stats/", "Run time"),
     Page("workers", "workers/", "media.transcode"),
 )
 
@@ -150,6 +157,7 @@ def running_site() -> Iterator[Site]:
         folder = Path(tmp)
         env = _env(folder)
         _django(env, "migrate", "--noinput", "-v0")
+        _django(env, "screenshots_history")  # before the worker: it claims what it writes
         logs = open(folder / "processes.log", "wb")  # noqa: SIM115 - closed below
         worker = subprocess.Popen(
             [sys.executable, "-m", "django", "runjobs", "--queue", "default", "--queue", "mail"],

@@ -148,6 +148,12 @@ def line_chart(
         y = max(y, floor + LABEL_GAP)
         label_at[index] = (x, y)
         floor = y
+    # Then up from the plot's bottom, so labels pushed down stay off the x axis's labels.
+    ceiling: float = TOP + plot_h
+    for _, index, x in sorted(ends, reverse=True):
+        y = min(label_at[index][1], ceiling)
+        label_at[index] = (x, y)
+        ceiling = y - LABEL_GAP
     # Lines: one path per unbroken run of values, markers, and the label.
     for index, line in enumerate(lines):
         runs: list[list[tuple[float, float]]] = [[]]

@@ -1,7 +1,8 @@
 """Every dashboard page in Chromium, at a desktop and a phone width, against the site the
 screenshots are taken of (`tools.screenshots`: a live server, a real `runjobs` worker and
-seeded jobs): no page scrolls sideways and none logs a console error. Then the workers page:
-it refreshes itself, and it is a plain page with scripts off.
+seeded jobs): no page scrolls sideways and none logs a console error, and every page shows
+its content with scripts off. Then the workers page: it refreshes itself, and it is a plain
+page with scripts off.
 
 A page added to `tools.screenshots.PAGES` (for a screenshot) is checked here too. The
 ``browser`` tier: skipped with the reason when Chromium or Playwright is missing.
@@ -99,6 +100,21 @@ def test_the_workers_page_refreshes_itself(site, chromium):
     assert page.locator("#live p.muted").last.inner_text() != before
     assert page.get_by_text("worker-1 · pid").first.is_visible()
     page.context.close()
+
+
+def test_every_page_reads_with_scripts_off(site, chromium):
+    context = chromium.new_context(java_script_enabled=False)
+    context.add_cookies([{"name": "sessionid", "value": site.session, "url": site.url}])
+    page = context.new_page()
+    missing = []
+    for entry in PAGES:
+        answer = page.goto(site.page_url(entry))
+        if answer is None or answer.status != 200:
+            missing.append(f"{entry.name}: {answer and answer.status}")
+        elif page.get_by_text(entry.ready).count() == 0:
+            missing.append(f"{entry.name}: {entry.ready!r} not shown")
+    context.close()
+    assert missing == []
 
 
 def test_the_workers_page_is_a_plain_page_with_scripts_off(site, chromium):

@@ -1,6 +1,7 @@
 """The job kinds of the screenshot site: a welcome email (completes), a card charge that the
 payment service declines (dies), a ledger sync that fails once then completes, a video
-transcode that runs for minutes (what the workers page shows running), a daily report."""
+transcode that runs for minutes (what the workers page shows running), a daily report, and the
+four steps of a feed import workflow."""
 
 from __future__ import annotations
 
@@ -75,6 +76,54 @@ class DailyReport:
 
 @jobs.handler(DailyReport)
 def daily_report(job: Job, args: DailyReport) -> None:
+    pass
+
+
+# A feed import, the workflow the workflow page shows: fetch, then parse and make thumbnails
+# side by side, then publish. Parsing runs long, the thumbnails fail once and wait an hour to
+# retry, so the page shows a completed, a running, a retrying and a pending step.
+@kind("feeds.fetch")
+@dataclass
+class FetchFeed:
+    feed_id: int
+
+
+@jobs.handler(FetchFeed)
+def fetch_feed(job: Job, args: FetchFeed) -> dict[str, object]:
+    return {"items": 12}
+
+
+@kind("feeds.parse")
+@dataclass
+class ParseFeed:
+    feed_id: int
+    seconds: float = 600.0
+
+
+@jobs.handler(ParseFeed)
+def parse_feed(job: Job, args: ParseFeed) -> None:
+    job.sleep(args.seconds)
+
+
+@kind("feeds.thumbs", attempts=3, backoff=lambda attempt: timedelta(hours=1))
+@dataclass
+class MakeThumbs:
+    feed_id: int
+
+
+@jobs.handler(MakeThumbs)
+def make_thumbs(job: Job, args: MakeThumbs) -> None:
+    raise TimeoutError("image service timed out after 30 s")
+
+
+@kind("feeds.publish")
+@dataclass
+class Publish:
+    feed_id: int
+
+
+@jobs.handler(Publish)
+def publish(job: Job, args: Publish) -> None:
     pass
 
 

@@ -13,8 +13,18 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.db import SessionStore
 from django.core.management.base import BaseCommand, CommandError
 
-from anole_jobs import jobs
-from tools.screenshots_site.jobs import ChargeCard, DailyReport, SendWelcome, SyncLedger, Transcode
+from anole_jobs import Workflow, jobs
+from tools.screenshots_site.jobs import (
+    ChargeCard,
+    DailyReport,
+    FetchFeed,
+    MakeThumbs,
+    ParseFeed,
+    Publish,
+    SendWelcome,
+    SyncLedger,
+    Transcode,
+)
 
 TIMEOUT = 60.0
 
@@ -52,11 +62,21 @@ class Command(BaseCommand):
         for n in range(3):
             jobs.enqueue(SendWelcome(user_id=100 + n), delay=3600)
         jobs.enqueue(DailyReport(day="2026-12-03"))  # a queue no worker runs here
+        # A diamond: fetch, then parse and thumbnails side by side, then publish.
+        flow = Workflow("import feed 42")
+        fetch = flow.add(FetchFeed(feed_id=42), name="fetch")
+        parse = flow.add(ParseFeed(feed_id=42), after=[fetch], name="parse")
+        thumbs = flow.add(MakeThumbs(feed_id=42), after=[fetch], name="thumbs")
+        flow.add(Publish(feed_id=42), after=[parse, thumbs], name="publish")
+        steps = jobs.enqueue_workflow(flow)
 
         wait(lambda: all(state_of(i) == "completed" for i in welcomes), "the welcome emails")
         wait(lambda: state_of(failed) == "dead", f"job {failed} dead")
         wait(lambda: state_of(retried) == "completed", f"job {retried} completed")
         wait(lambda: all(state_of(i) == "running" for i in running), "the transcodes running")
+        wait(lambda: state_of(steps.jobs["parse"]) == "running", "the workflow's parse running")
+        wait(lambda: state_of(steps.jobs["thumbs"]) == "retrying", "the thumbnails retrying")
+        running.append(steps.jobs["parse"])
         # The workers page shows the running jobs once a heartbeat has reported them.
         wait(
             lambda: any(w.held >= len(running) for w in jobs.workers()),
@@ -69,6 +89,7 @@ class Command(BaseCommand):
                     "failed": failed,
                     "completed": retried,
                     "running": running[0],
+                    "workflow": steps.id,
                 }
             )
         )
