@@ -42,7 +42,7 @@ ANOLE_JOBS = {
     "LEASE": 3,  # heartbeats every second: the workers page fills quickly
     "QUEUES": {
         "default": {"concurrency": 4, "drain_timeout": 1},
-        "mail": {"concurrency": 2, "drain_timeout": 1},
+        "mail": {"concurrency": 2, "drain_timeout": 1, "rate_limit": "600/m"},
         "reports": {"concurrency": 1, "drain_timeout": 1},
     },
     "CRON": [
