@@ -34,3 +34,17 @@ def cpu(job: Job, args: Cpu) -> int:
     for i in range(args.rounds):
         total = (total + i * i) % 1_000_003
     return total
+
+
+@kind("bench.deps", attempts=3)
+@dataclass
+class Deps:
+    """A workflow step that reads its dependencies' results (`job.dependency_results()`) and
+    does nothing else: the workflows scenario's handler-side cost, apart from the store's."""
+
+    n: int = 0
+
+
+@jobs.handler(Deps)
+def deps(job: Job, args: Deps) -> None:
+    job.dependency_results()

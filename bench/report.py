@@ -31,6 +31,8 @@ TARGETS: dict[str, dict[str, tuple[str, str, float]]] = {
     "growth_finished": {s: ("ratio", "<=", 1.2) for s in ("sqlite", "postgres", "redis")},
     "growth_backlog": {s: ("ratio", "<=", 1.2) for s in ("sqlite", "postgres", "redis")},
     "processes_2": {s: ("ratio", ">=", 1.7) for s in ("sqlite", "postgres", "redis")},
+    "workflow_step": {s: ("ratio", "<=", 1.5) for s in ("sqlite", "postgres", "redis")},
+    "result_wait_p50": {s: ("value", "<=", 5) for s in ("postgres", "redis")},
 }
 
 

@@ -12,6 +12,8 @@
                          off: measures what the commit flush costs); default: the server's
     ANOLE_BENCH_PG_SERVER_BINDING  1: Django's server_side_binding (psycopg prepares repeated
                          statements); default: client-side binding, Django's default
+    ANOLE_BENCH_CONN_MAX_AGE  CONN_MAX_AGE of the bench's database (seconds; e.g. 60 keeps each
+                         worker slot's connection between runs); default 0, Django's default
 
 SQLite follows the docs' advice for concurrent writers: WAL, a busy timeout and
 `"transaction_mode": "IMMEDIATE"`.
@@ -33,6 +35,7 @@ NOTIFY = os.environ.get("ANOLE_BENCH_NOTIFY", "1") != "0"
 SQLITE_SYNC = os.environ.get("ANOLE_BENCH_SQLITE_SYNC", "")  # e.g. NORMAL; default: SQLite's
 PG_SYNC = os.environ.get("ANOLE_BENCH_PG_SYNC_COMMIT", "")  # e.g. off; default: the server's
 PG_SERVER_BINDING = os.environ.get("ANOLE_BENCH_PG_SERVER_BINDING", "") == "1"
+CONN_MAX_AGE = int(os.environ.get("ANOLE_BENCH_CONN_MAX_AGE", "0"))
 
 SECRET_KEY = "bench-only"
 USE_TZ = True
@@ -46,6 +49,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SQLITE = {
     "ENGINE": "django.db.backends.sqlite3",
     "NAME": os.path.join(TMP, "bench.sqlite3"),
+    "CONN_MAX_AGE": CONN_MAX_AGE,
     "OPTIONS": {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
@@ -61,6 +65,7 @@ if STORE == "postgres":
             "USER": PG_USER,
             "HOST": PG_HOST,
             "PORT": PG_PORT,
+            "CONN_MAX_AGE": CONN_MAX_AGE,
             "OPTIONS": {
                 **({"options": f"-c synchronous_commit={PG_SYNC}"} if PG_SYNC else {}),
                 **({"server_side_binding": True} if PG_SERVER_BINDING else {}),

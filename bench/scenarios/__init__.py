@@ -18,6 +18,7 @@ from bench.scenarios import (
     soak,
     stats,
     step,
+    workflows,
 )
 
 SCENARIOS = {
@@ -34,5 +35,6 @@ SCENARIOS = {
         processes,
         stats,
         search,
+        workflows,
     )
 }

@@ -68,3 +68,22 @@ class ChaosSuicide:
 def chaos_suicide(job: Job, args: ChaosSuicide) -> None:
     runlog.write("start", id=job.id, attempt=job.attempt)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@kind("chaos.step", attempts=5, backoff=lambda attempt: timedelta(seconds=1))
+@dataclass
+class ChaosStep:
+    """A workflow step: logs its start and end like `chaos.task`, waits `seconds` in between,
+    and returns the names of the dependencies whose results it read."""
+
+    seconds: float = 0.0
+
+
+@jobs.handler(ChaosStep)
+def chaos_step(job: Job, args: ChaosStep) -> dict[str, list[str]]:
+    runlog.write("start", id=job.id, attempt=job.attempt, step=job.step_name)
+    deps = sorted(job.dependency_results())
+    if args.seconds:
+        job.sleep(args.seconds)
+    runlog.write("end", id=job.id, attempt=job.attempt, raised=False, step=job.step_name)
+    return {"deps": deps}

@@ -307,6 +307,49 @@ def test_concurrent_finishes_of_a_fan_in_make_it_available_once(env):
     assert len(CALLS) == 1 and CALLS[0]["deps"] == {name: "x" for name in heads}
 
 
+def test_one_batch_of_finishes_settles_each_dependent_as_of_its_own_dependencies(env):
+    """A worker writes several outcomes at once, each with its own moment: a dependent is
+    released (or cancelled) as of the latest end among its own dependencies, not the batch's."""
+    wf = Workflow("batch")
+    a = wf.add(Step("a"), name="a")
+    b = wf.add(Step("b"), name="b")
+    x = wf.add(Step("x"), name="x")
+    wf.add(Step("both"), name="both", after=[a, b], delay=60)
+    wf.add(Step("after_a"), name="after_a", after=[a], delay=5)
+    wf.add(Step("after_x"), name="after_x", after=[x])
+    created = env.jobs.enqueue_workflow(wf)
+    now = env.clock()
+    claimed = {
+        env.jobs.get(c.record.id).step_name: c
+        for c in env.store.claim(
+            "default",
+            kinds=None,
+            limit=3,
+            now=now,
+            lease_until=now + timedelta(minutes=5),
+            worker="w",
+        )
+    }
+    assert sorted(claimed) == ["a", "b", "x"]
+    at = {"a": now + timedelta(seconds=10), "b": now + timedelta(seconds=20)}
+    at["x"] = now + timedelta(seconds=5)
+    written = env.store.finish(
+        [
+            Finish(run=claimed["a"].run, state="completed", at=at["a"], workflow=True),
+            Finish(run=claimed["b"].run, state="completed", at=at["b"], workflow=True),
+            Finish(run=claimed["x"].run, state="dead", at=at["x"], workflow=True),
+        ]
+    )
+    assert written == [True, True, True]
+    both = env.jobs.get(created.jobs["both"])
+    assert (both.state, both.scheduled_at) == ("scheduled", at["b"] + timedelta(seconds=60))
+    after_a = env.jobs.get(created.jobs["after_a"])
+    assert (after_a.state, after_a.scheduled_at) == ("scheduled", at["a"] + timedelta(seconds=5))
+    after_x = env.jobs.get(created.jobs["after_x"])
+    assert after_x.state == "cancelled" and after_x.finished_at == at["x"]
+    assert [e["type"] for e in after_x.errors] == ["DependencyFailed"], after_x.errors
+
+
 # -- building errors -------------------------------------------------------------------------------
 def test_building_refuses_bad_workflows(env):
     with pytest.raises(InvalidJob, match="no steps"):

@@ -16,6 +16,7 @@ commands `e2e_enqueue` / `e2e_jobs`). The store comes from environment variables
     ANOLE_E2E_ERROR_REPORTER   ERROR_REPORTER (default: none); tests.e2e.reporter.to_file
                                writes to the file ANOLE_E2E_REPORTS names
     ANOLE_E2E_LIMITS       JSON of limit options added to the "default" queue (default none)
+    ANOLE_E2E_MAX_RESULT_BYTES  MAX_RESULT_BYTES (default: the app's, 1 MiB)
 
 Short leases and drains keep the tests fast; the rules they check are stated relative to them.
 """
@@ -83,3 +84,5 @@ if os.environ.get("ANOLE_E2E_LIMITS"):
     ANOLE_JOBS["QUEUES"]["default"].update(json.loads(os.environ["ANOLE_E2E_LIMITS"]))
 if os.environ.get("ANOLE_E2E_ERROR_REPORTER"):
     ANOLE_JOBS["ERROR_REPORTER"] = os.environ["ANOLE_E2E_ERROR_REPORTER"]
+if os.environ.get("ANOLE_E2E_MAX_RESULT_BYTES"):
+    ANOLE_JOBS["MAX_RESULT_BYTES"] = int(os.environ["ANOLE_E2E_MAX_RESULT_BYTES"])

@@ -46,3 +46,24 @@ def test_a_process_waiting_for_a_result_gets_the_value_a_worker_returned(backend
     assert backend.jobs([job_id])[job_id]["state"] == "completed"
     worker.signal()
     assert worker.wait(timeout=10) == 0
+
+
+def test_a_result_that_is_not_json_or_too_large_fails_the_attempt_in_runjobs(
+    backend: Backend,
+) -> None:
+    (not_json,) = backend.enqueue("test.returns", hook="not_json")
+    (too_large,) = backend.enqueue("test.returns", value=json.dumps("x" * 200))
+    (fits,) = backend.enqueue("test.returns", value=json.dumps("x" * 20))
+    worker = backend.spawn(MAX_RESULT_BYTES="100")
+    records = backend.wait_jobs(
+        [not_json, too_large, fits],
+        lambda r: r["state"] == "completed" or bool(r["errors"]),
+        "each job completed or failed an attempt",
+    )
+    assert records[fits]["state"] == "completed"
+    for job_id, error in ((not_json, "TypeError"), (too_large, "ResultTooLarge")):
+        assert records[job_id]["state"] in ("retrying", "dead"), records[job_id]
+        assert records[job_id]["errors"][0]["type"] == error, records[job_id]["errors"]
+    worker.wait_ready()
+    worker.signal()
+    assert worker.wait(timeout=10) == 0

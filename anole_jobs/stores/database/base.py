@@ -388,15 +388,17 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             for chunk in _distinct_chunks(results):
                 ids = self.finish_rows(cursor, chunk)
                 written.extend(result.run.id in ids for result in chunk)
+            ended_at = {
+                result.run.id: result.at
+                for result, ok in zip(results, written, strict=True)
+                if ok and result.workflow and result.state in FINAL_STATES
+            }
             settled = Settled()
-            by_time: dict[datetime, list[int]] = {}
-            for result, ok in zip(results, written, strict=True):
-                if ok and result.workflow and result.state in FINAL_STATES:
-                    by_time.setdefault(result.at, []).append(result.run.id)
-            for at, ended in by_time.items():
-                more = workflows.settle_steps(self, cursor, ended, at)
-                settled.queues |= more.queues
-                settled.ended += more.ended
+            if ended_at:
+                # The whole batch at once: each dependent as of its own dependencies' ends.
+                settled = workflows.settle_steps(
+                    self, cursor, list(ended_at), max(ended_at.values()), ended_at=ended_at
+                )
             workflows.announce(self, settled)
         if self.waits_for_finished():
             self.finished_at_commit(ended_ids(results, written))

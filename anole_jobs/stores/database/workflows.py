@@ -16,7 +16,7 @@ second sees its count reach zero.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -142,12 +142,23 @@ def _ready(
 
 
 def settle_steps(
-    store: SQLStore, cursor: CursorWrapper, ended: Collection[int], now: datetime
+    store: SQLStore,
+    cursor: CursorWrapper,
+    ended: Collection[int],
+    now: datetime,
+    *,
+    ended_at: Mapping[int, datetime] | None = None,
 ) -> Settled:
     """Steps `ended` just ended (in this transaction): release or cancel their pending
-    dependents, transitively. Costs one indexed read when none has dependents."""
+    dependents, transitively. Costs one indexed read when none has dependents.
+
+    `ended_at` gives the moment each of them ended when they differ (a worker's batch of
+    finishes): a dependent is released or cancelled as of the latest moment one of its
+    dependencies in the batch ended; the others use `now`. One batch is settled with one
+    read and one write per level of the graph, however many steps it ended."""
     settled = Settled()
     frontier = list(ended)
+    when_of: dict[int, datetime] = dict(ended_at or {})
     while frontier:
         where, params = _ids(store, "d.dependency_id", frontier)
         cursor.execute(
@@ -167,6 +178,7 @@ def settle_steps(
             by_child.setdefault(row[0], []).append(row)
         for child_id, edges in by_child.items():
             _, _, _, _, waiting, ignore_failed, ready_delay, scheduled_at, queue, attempt = edges[0]
+            when = max(when_of.get(edge[1], now) for edge in edges)
             cancelled = None
             for _, dep_id, dep_state, dep_name, *_rest in edges:
                 if dep_state != "completed" and not ignore_failed:
@@ -176,13 +188,14 @@ def settle_steps(
             if cancelled is not None:
                 dep_id, dep_state, dep_name = cancelled
                 error = ErrorEntry(
-                    at=now,
+                    at=when,
                     attempt=attempt,
                     type="DependencyFailed",
                     message=dependency_failed(dep_name, dep_state),
                 ).as_json()
-                updates.append([child_id, "cancelled", waiting, None, now, error, dep_id])
+                updates.append([child_id, "cancelled", waiting, None, when, error, dep_id])
                 settled.ended.append(child_id)
+                when_of[child_id] = when
                 frontier.append(child_id)
             elif waiting <= 0:
                 updates.append(
@@ -193,7 +206,7 @@ def settle_steps(
                         ready_delay,
                         store.decode_time(scheduled_at),  # type: ignore[arg-type]
                         queue,
-                        now,
+                        when,
                         settled,
                     )
                 )

@@ -1,5 +1,7 @@
 """`manage.py e2e_workflow WIDTH`: enqueue a diamond-heavy workflow of `test.step` jobs and
 print ``{"id": workflow id, "jobs": {step name: job id}}`` as JSON (tests only).
+``--failing`` enqueues the failure shape instead (WIDTH is ignored): root; "bad" after root
+fails; "blocked" after bad; "tolerant" after bad with ignore_failed; "end" after tolerant.
 
 One root, WIDTH steps after it, a join after all of them, then WIDTH more after the join and a
 last join: fan-out and fan-in twice, so finishes of one step's dependencies race in the
@@ -22,8 +24,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("width", type=int)
+        parser.add_argument("--failing", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["failing"]:
+            wf = Workflow("e2e failing")
+            root = wf.add(Step("root"), name="root")
+            bad = wf.add(Step("bad", "fail"), name="bad", after=[root])
+            wf.add(Step("blocked"), name="blocked", after=[bad])
+            tolerant = wf.add(Step("tolerant"), name="tolerant", after=[bad], ignore_failed=True)
+            wf.add(Step("end"), name="end", after=[tolerant])
+            created = jobs.enqueue_workflow(wf)
+            self.stdout.write(json.dumps({"id": created.id, "jobs": dict(created.jobs)}))
+            return
         wf = Workflow("e2e diamonds")
         root = wf.add(Step("root"), name="root")
         heads = wf.group(*(Step(f"a{i}") for i in range(options["width"])), after=[root])
