@@ -23,6 +23,7 @@ import argparse
 import logging
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -70,9 +71,10 @@ def noop(job: Any, args: Noop) -> None:
     return None
 
 
-def configure(store: str, metrics: bool) -> None:
+def configure(store: str, metrics: bool, mode: str = "runtime") -> None:
     settings.ANOLE_JOBS = {
         "STORE": "memory" if store == "memory" else {"database": "default"},
+        "RUN": "manual" if mode == "step" else "auto",
         "QUEUES": {"default": {"concurrency": 10}},
         "METRICS": metrics,
     }
@@ -82,6 +84,22 @@ def configure(store: str, metrics: bool) -> None:
 
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM anole_jobs_job")
+
+
+def callgrind(command: str) -> None:
+    """Under `valgrind --tool=callgrind`: zero its counts (-z) or dump them (-d)."""
+    subprocess.run(["callgrind_control", command, str(os.getpid())], check=True, capture_output=True)
+
+
+def one_step_round(n: int) -> float:
+    """CPU µs per job of `jobs.step()` (the calling thread) working `n` jobs."""
+    for i in range(0, n, 1000):
+        jobs.enqueue_many([Noop(j) for j in range(i, min(n, i + 1000))])
+    cpu = time.process_time()
+    ran = 0
+    while ran < n:
+        ran += len(jobs.step().runs)
+    return (time.process_time() - cpu) / n * 1e6
 
 
 def one_round(n: int) -> float:
@@ -109,28 +127,45 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--metrics", choices=("on", "off"), default="on")
     parser.add_argument("--log", choices=("info", "warning"), default="info")
+    parser.add_argument("--mode", choices=("runtime", "step"), default="runtime")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="under valgrind --tool=callgrind --instr-atstart=no: count only the measured rounds "
+        "(instrumentation on after the warm-up, off at the end); the total is in the output",
+    )
     options = parser.parse_args()
-    # As runjobs sets it up: the package logger at INFO, one stream handler (here /dev/null).
+    # As runjobs sets it up: the package logger at INFO, one stream handler (here /dev/null)
+    # with runjobs' formatter (logging's own before the code had one).
+    try:
+        from anole_jobs.worker.logline import LineFormatter as formatter
+    except ImportError:
+        formatter = logging.Formatter
     package = logging.getLogger("anole_jobs")
     package.setLevel(logging.INFO if options.log == "info" else logging.WARNING)
     handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 - for the process
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     package.addHandler(handler)
     if options.store == "sqlite":
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
     figures = []
+    work = one_step_round if options.mode == "step" else one_round
     for index in range(options.rounds + 1):
-        configure(options.store, options.metrics == "on")
-        figure = one_round(options.jobs)
+        configure(options.store, options.metrics == "on", options.mode)
+        if index == 1 and options.callgrind:
+            callgrind("--instr=on")
+        figure = work(options.jobs)
         if index:  # the first round warms up (imports, caches, label children)
             figures.append(figure)
+    if options.callgrind:
+        callgrind("--instr=off")
     print(
         f"{statistics.median(figures):.1f} µs/job CPU (median of {len(figures)}; "
         + ", ".join(f"{f:.0f}" for f in figures)
         + f") store={options.store} jobs={options.jobs} metrics={options.metrics}"
-        f" log={options.log}"
+        f" log={options.log} mode={options.mode}"
     )
 
 

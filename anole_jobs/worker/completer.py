@@ -74,20 +74,25 @@ class Completer(BackgroundThread):
             return 0.0
         written = self.service.store.finish([attempt.finish for attempt, _ in self._batch])  # type: ignore[misc]
         batch, self._batch = self._batch, []
-        for (attempt, _), ok in zip(batch, written, strict=True):
-            self.outcomes.record(attempt, written=ok)
+        # One record for the batch: one metrics update, not one per job.
+        self.outcomes.record_all(
+            [(attempt, ok) for (attempt, _), ok in zip(batch, written, strict=True)]
+        )
         return 0.0
 
     def on_failure(self, exc: Exception) -> None:
         # Keep what still has patience (and time before the stop's deadline); give up the rest.
         now = monotonic()
         keep = []
+        unsaved: list[tuple[Attempt, bool | None]] = []
         for attempt, patience in self._batch:
             limit = patience if self._deadline is None else min(patience, self._deadline)
             if now < limit:
                 keep.append((attempt, patience))
             else:
-                self.outcomes.record(attempt, written=None)
+                unsaved.append((attempt, None))
         self._batch = []
+        if unsaved:
+            self.outcomes.record_all(unsaved)
         with self._cond:
             self._pending.extendleft(reversed(keep))
