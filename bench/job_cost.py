@@ -12,6 +12,13 @@ tree in turn (A, B, A, B, ...) and compares the medians:
 
     for i in 1 2 3; do (cd A && python bench/job_cost.py); (cd B && python bench/job_cost.py); done
 
+CPU time still moves with what the other core does; instruction counts do not (repeatable to
+about 0.2%): run one measured round under callgrind and read its total,
+
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/cg.out \
+        python bench/job_cost.py --rounds 1 --jobs 1000 --callgrind
+    grep ^totals: /tmp/cg.out          # instructions for the 1,000 jobs
+
 The enqueueing is not counted; what is counted is the worker from `jobs.start()` until the
 last job completed (its claims, runs, writes, log lines, events and metrics), plus this
 thread's polling of `jobs.counts()` every 20 ms.
@@ -87,8 +94,10 @@ def configure(store: str, metrics: bool, mode: str = "runtime") -> None:
 
 
 def callgrind(command: str) -> None:
-    """Under `valgrind --tool=callgrind`: zero its counts (-z) or dump them (-d)."""
-    subprocess.run(["callgrind_control", command, str(os.getpid())], check=True, capture_output=True)
+    """Under `valgrind --tool=callgrind`: instrumentation on or off (`--instr=on|off`)."""
+    subprocess.run(
+        ["callgrind_control", command, str(os.getpid())], check=True, capture_output=True
+    )
 
 
 def one_step_round(n: int) -> float:
@@ -120,6 +129,15 @@ def one_round(n: int) -> float:
     return used / n * 1e6
 
 
+def line_formatter(pattern: str) -> logging.Formatter:
+    """runjobs' formatter (logging's own in a tree from before it had one, for an A/B)."""
+    try:
+        from anole_jobs.worker.logline import LineFormatter
+    except ImportError:
+        return logging.Formatter(pattern)
+    return LineFormatter(pattern)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
@@ -136,15 +154,11 @@ def main() -> None:
     )
     options = parser.parse_args()
     # As runjobs sets it up: the package logger at INFO, one stream handler (here /dev/null)
-    # with runjobs' formatter (logging's own before the code had one).
-    try:
-        from anole_jobs.worker.logline import LineFormatter as formatter
-    except ImportError:
-        formatter = logging.Formatter
+    # with runjobs' formatter.
     package = logging.getLogger("anole_jobs")
-    package.setLevel(logging.INFO if options.log == "info" else logging.WARNING)
     handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 - for the process
-    handler.setFormatter(formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(line_formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    package.setLevel(logging.INFO if options.log == "info" else logging.WARNING)
     package.addHandler(handler)
     if options.store == "sqlite":
         from django.core.management import call_command

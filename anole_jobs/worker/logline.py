@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any
 
+from anole_jobs.clock import log_record_ns
+
 _TEMPLATES: dict[tuple[object, ...], dict[str, Any]] = {}
 _NANOSECONDS = isinstance(logging._startTime, int)  # type: ignore[attr-defined]
 
@@ -29,14 +31,14 @@ _NANOSECONDS = isinstance(logging._startTime, int)  # type: ignore[attr-defined]
 def _times() -> tuple[float, float, float]:
     """`created`, `msecs` and `relativeCreated` as this Python's `LogRecord` computes them."""
     start = logging._startTime  # type: ignore[attr-defined]
+    ns = log_record_ns()
     if _NANOSECONDS:  # Python 3.13 and later
-        ns = time.time_ns()
         created = ns / 1e9
         msecs = (ns % 1_000_000_000) // 1_000_000 + 0.0
         if msecs == 999.0 and int(created) != ns // 1_000_000_000:
             msecs = 0.0
         return created, msecs, (ns - start) / 1e6
-    ct = time.time()
+    ct = ns / 1e9  # what `time.time()` reads, from the same clock
     return ct, int((ct - int(ct)) * 1000) + 0.0, (ct - start) * 1000
 
 

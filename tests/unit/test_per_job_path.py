@@ -67,9 +67,10 @@ def test_a_batch_of_runs_counts_as_each_run_would_one_by_one() -> None:
     def sample(name: str, **labels: str) -> float | None:
         return registry.get_sample_value(name, labels)
 
-    assert sample("anole_jobs_finished_total", queue="q", kind="k", outcome="completed") == len(
-        seconds
-    ) - 2
+    assert (
+        sample("anole_jobs_finished_total", queue="q", kind="k", outcome="completed")
+        == len(seconds) - 2
+    )
     assert sample("anole_jobs_finished_total", queue="q", kind="k", outcome="retried") == 1
     assert sample("anole_jobs_finished_total", queue="q", kind="k", outcome="lost") == 1
     # Unsaved: the retried run whose write failed and the completed one; `lost` is not.
