@@ -25,6 +25,8 @@ from typing import Any
 from anole_jobs.clock import log_record_ns
 
 _TEMPLATES: dict[tuple[object, ...], dict[str, Any]] = {}
+if hasattr(os, "register_at_fork"):  # a forked child has its own process id and name
+    os.register_at_fork(after_in_child=_TEMPLATES.clear)
 _NANOSECONDS = isinstance(logging._startTime, int)  # type: ignore[attr-defined]
 
 
@@ -63,22 +65,12 @@ def make_record(
         record = logger.makeRecord(logger.name, level, pathname, 0, text, (), None, "record")
         record.__dict__.update(fields)
         return record
-    key = (
-        logger.name,
-        level,
-        pathname,
-        os.getpid(),
-        logging.logThreads,
-        logging.logProcesses,
-        logging.logMultiprocessing,
-    )
+    key = (logger.name, level, pathname, logging.logThreads, logging.logProcesses)
     template = _TEMPLATES.get(key)
     if template is None:
         made = logging.LogRecord(logger.name, level, pathname, 0, "", (), None, "record")
         template = _TEMPLATES[key] = dict(made.__dict__)
-    record = logging.LogRecord.__new__(logging.LogRecord)
-    values = record.__dict__
-    values.update(template)
+    values = {**template, **fields}
     values["created"], values["msecs"], values["relativeCreated"] = _times()
     if logging.logThreads:
         values["thread"] = threading.get_ident()
@@ -86,7 +78,8 @@ def make_record(
     if "taskName" in values and getattr(logging, "logAsyncioTasks", False):
         values["taskName"] = _task_name()
     values["msg"] = text
-    values.update(fields)
+    record = logging.LogRecord.__new__(logging.LogRecord)
+    record.__dict__ = values
     return record
 
 

@@ -127,7 +127,8 @@ class Outcomes:
     ) -> None:
         level = _level(outcome, saved)
         traceback = error is not None and error.traceback and logger.isEnabledFor(logging.DEBUG)
-        if not logger.isEnabledFor(level) and not traceback:
+        line = logger.isEnabledFor(level)
+        if not line and not traceback:
             return  # nothing to build: this runs once per job
         record = attempt.claimed.record
         finish = attempt.finish
@@ -143,7 +144,7 @@ class Outcomes:
             "error_type": error.type if error is not None else None,
             "next_run_at": next_run_at.isoformat() if next_run_at is not None else None,
         }
-        if logger.isEnabledFor(level):
+        if line:
             head = (
                 f"job {record.id} {record.kind} attempt {fields['attempt']}/"
                 f"{record.max_attempts} on {record.queue}"
