@@ -65,7 +65,14 @@ def make_record(
         record = logger.makeRecord(logger.name, level, pathname, 0, text, (), None, "record")
         record.__dict__.update(fields)
         return record
-    key = (logger.name, level, pathname, logging.logThreads, logging.logProcesses)
+    key = (
+        logger.name,
+        level,
+        pathname,
+        logging.logThreads,
+        logging.logProcesses,
+        logging.logMultiprocessing,
+    )
     template = _TEMPLATES.get(key)
     if template is None:
         made = logging.LogRecord(logger.name, level, pathname, 0, "", (), None, "record")

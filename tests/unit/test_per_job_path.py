@@ -205,3 +205,12 @@ def test_runjobs_formatter_writes_what_logging_formatter_writes() -> None:
         assert ours.format(record) == theirs.format(record)
     dated = logline.LineFormatter(pattern, datefmt="%H:%M")
     assert dated.format(record) == logging.Formatter(pattern, datefmt="%H:%M").format(record)
+
+
+def test_a_record_follows_loggings_switches_set_later(monkeypatch: Any) -> None:
+    logger = logging.getLogger("anole_jobs.worker")
+    logline.make_record(logger, logging.INFO, "x", __file__, {})  # a template with threads
+    monkeypatch.setattr(logging, "logThreads", False)
+    monkeypatch.setattr(logging, "logProcesses", False)
+    record = logline.make_record(logger, logging.INFO, "x", __file__, {})
+    assert (record.thread, record.threadName, record.process) == (None, None, None)
