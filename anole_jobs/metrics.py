@@ -158,6 +158,7 @@ class MetricsListener:
         self._children: dict[tuple[object, ...], Any] = {}
         self._finished_children: dict[tuple[object, object, object], tuple[Any, ...]] = {}
         self._running_runs: dict[tuple[object, object], str] = {}
+        self._running_children: dict[object, Any] = {}  # the running gauge's, by queue
         self._queued_keys: set[tuple[str, str]] = set()
         self._queued_lock = threading.Lock()
         self._handlers: dict[str, Callable[[events.Event], None]] = {
@@ -190,9 +191,13 @@ class MetricsListener:
         self._child(counter, *self._kind(event.fields)).inc(event.fields.get("count", 1))
 
     def _run_started(self, event: events.Event) -> None:
-        queue = str(event["queue"])
-        self._running_runs[(event["job_id"], event["attempt"])] = queue
-        self._child(self.running, queue).inc()
+        fields = event.fields
+        queue = fields["queue"]
+        running = self._running_children.get(queue)
+        if running is None:
+            running = self._running_children[queue] = self._child(self.running, str(queue))
+        self._running_runs[(fields["job_id"], fields["attempt"])] = str(queue)
+        running.inc()
 
     def _runs_finished(self, event: events.Event) -> None:
         """The runs one write recorded (`RUNS_FINISHED`): each metric updated once per
