@@ -35,3 +35,9 @@ def checked(clock: Clock) -> Clock:
 
     read.__wrapped__ = clock  # type: ignore[attr-defined]
     return read
+
+
+def log_record_ns() -> int:
+    """Nanoseconds since the epoch, as `logging` stamps a record: for the per-job log record
+    `worker.logline` makes itself. A log line's time is the real one, never `CLOCK`'s."""
+    return time.time_ns()

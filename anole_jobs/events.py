@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 logger = logging.getLogger("anole_jobs.events")
 
@@ -31,6 +31,8 @@ CRON_ENQUEUED = "cron_enqueued"  # name, job_id
 QUEUED_GAUGE = "queued_gauge"  # counts {queue: {state: n}}
 HELD_GAUGE = "held_gauge"  # held {queue: n}: available jobs the queue's limits hold back
 STORE_CALL = "store_call"  # method, seconds, ok
+RUNS_FINISHED = "runs_finished"  # runs: tuple of `FinishedRun`, the runs one write recorded
+#   (the batch of RUN_FINISHED, emitted once per batch just before them; what metrics count)
 
 #: Every event name; a listener subscribes to some of them (or all).
 NAMES: tuple[str, ...] = (
@@ -45,6 +47,7 @@ NAMES: tuple[str, ...] = (
     QUEUED_GAUGE,
     HELD_GAUGE,
     STORE_CALL,
+    RUNS_FINISHED,
 )
 
 
@@ -58,6 +61,20 @@ class Event:
 
 
 Listener = Callable[[Event], None]
+
+
+class FinishedRun(NamedTuple):
+    """One run's end in a `RUNS_FINISHED` batch: the fields of its `RUN_FINISHED` event."""
+
+    queue: str
+    kind: str
+    job_id: int
+    attempt: int
+    max_attempts: int
+    outcome: str
+    seconds: float
+    saved: bool
+    error_type: str | None
 
 
 class EventBus:

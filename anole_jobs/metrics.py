@@ -22,6 +22,7 @@ Leaf module: imports only `events` and `conf` from the app.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import threading
@@ -164,12 +165,13 @@ class MetricsListener:
         self._children: dict[tuple[object, ...], Any] = {}
         self._finished_children: dict[tuple[object, object, object], tuple[Any, ...]] = {}
         self._running_runs: dict[tuple[object, object], str] = {}
+        self._running_children: dict[object, Any] = {}  # the running gauge's, by queue
         self._queued_keys: set[tuple[str, str]] = set()
         self._queued_lock = threading.Lock()
         self._handlers: dict[str, Callable[[events.Event], None]] = {
             events.ENQUEUED: self._enqueued,
             events.RUN_STARTED: self._run_started,
-            events.RUN_FINISHED: self._run_finished,
+            events.RUNS_FINISHED: self._runs_finished,
             events.RESCUED: self._rescued,
             events.LEADERSHIP: self._leadership,
             events.CRON_ENQUEUED: self._cron_enqueued,
@@ -197,35 +199,51 @@ class MetricsListener:
         self._child(counter, *self._kind(event.fields)).inc(event.fields.get("count", 1))
 
     def _run_started(self, event: events.Event) -> None:
-        queue = str(event["queue"])
-        self._running_runs[(event["job_id"], event["attempt"])] = queue
-        self._child(self.running, queue).inc()
-
-    def _run_finished(self, event: events.Event) -> None:
         fields = event.fields
-        outcome = fields["outcome"]
-        key = (fields["queue"], fields["kind"], outcome)
-        children = self._finished_children.get(key)
-        if children is None:
-            queue, kind = self._kind(fields)
-            children = self._finished_children[key] = (
-                self._child(self.finished, queue, kind, str(outcome)),
-                self._child(self.run_seconds, queue, kind),
-                self._child(self.running, queue),
-                self._child(self.unsaved, queue, kind),
-            )
-        finished, run_seconds, running, unsaved = children
-        # Only a run seen starting is taken off the gauge: it never goes below zero.
-        if self._running_runs.pop((fields["job_id"], fields["attempt"]), None) is not None:
-            running.dec()
-        finished.inc()
-        seconds = fields.get("seconds")
-        if seconds is not None:
-            run_seconds.observe(seconds)
-        # A fenced write that was refused is a `lost` run, not an unsaved one: only a write
-        # that could not be made at all (the store failed past its patience) is unsaved.
-        if fields.get("saved", True) is False and outcome != "lost":
-            unsaved.inc()
+        queue = fields["queue"]
+        running = self._running_children.get(queue)
+        if running is None:
+            running = self._running_children[queue] = self._child(self.running, str(queue))
+        self._running_runs[(fields["job_id"], fields["attempt"])] = str(queue)
+        running.inc()
+
+    def _runs_finished(self, event: events.Event) -> None:
+        """The runs one write recorded (`RUNS_FINISHED`): each metric updated once per
+        batch with what the batch adds, rather than once per run."""
+        finished: dict[tuple[object, object, object], list[Any]] = {}
+        for run in event["runs"]:
+            key = (run.queue, run.kind, run.outcome)
+            entry = finished.get(key)
+            if entry is None:
+                entry = finished[key] = [0, 0, 0, []]  # runs, seen starting, unsaved, seconds
+            entry[0] += 1
+            # Only a run seen starting is taken off the gauge: it never goes below zero.
+            if self._running_runs.pop((run.job_id, run.attempt), None) is not None:
+                entry[1] += 1
+            # A fenced write that was refused is a `lost` run, not an unsaved one: only a
+            # write that could not be made at all (the store failed past its patience) is.
+            if run.saved is False and run.outcome != "lost":
+                entry[2] += 1
+            if run.seconds is not None:
+                entry[3].append(run.seconds)
+        for key, (runs, started, unsaved, seconds) in finished.items():
+            children = self._finished_children.get(key)
+            if children is None:
+                queue, kind = str(key[0]), self.cap("kind", str(key[1]))
+                children = self._finished_children[key] = (
+                    self._child(self.finished, queue, kind, str(key[2])),
+                    self._child(self.run_seconds, queue, kind),
+                    self._child(self.running, queue),
+                    self._child(self.unsaved, queue, kind),
+                )
+            finished_child, run_seconds, running, unsaved_child = children
+            finished_child.inc(runs)
+            if started:
+                running.dec(started)
+            if unsaved:
+                unsaved_child.inc(unsaved)
+            if seconds:
+                _observe_all(run_seconds, seconds)
 
     def _rescued(self, event: events.Event) -> None:
         self._child(self.rescued, *self._kind(event.fields)).inc()
@@ -257,6 +275,29 @@ class MetricsListener:
     def _held_gauge(self, event: events.Event) -> None:
         for queue, n in event["held"].items():
             self._child(self.held, str(queue)).set(n)
+
+
+def _observe_all(histogram: Any, amounts: list[float]) -> None:
+    """`histogram.observe(amount)` for each amount, with one update per bucket touched
+    (prometheus-client's own buckets, as `observe` finds them: the first bound at or above
+    the amount). A histogram without them (another client version) observes one by one."""
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    total = getattr(histogram, "_sum", None)
+    if bounds is None or buckets is None or total is None or len(bounds) != len(buckets):
+        for amount in amounts:
+            histogram.observe(amount)
+        return
+    hits: dict[int, int] = {}
+    for amount in amounts:
+        if amount != amount:  # NaN: `observe` counts it in no bucket
+            continue
+        index = bisect.bisect_left(bounds, amount)
+        hits[index] = hits.get(index, 0) + 1
+    total.inc(sum(amounts))
+    for index, count in hits.items():
+        if index < len(buckets):
+            buckets[index].inc(count)
 
 
 #: The metrics of each registry, made once per process (see the module docstring).

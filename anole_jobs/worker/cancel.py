@@ -130,18 +130,33 @@ def install_query_checks() -> None:
     _query_checks.installed = True
 
 
-@contextlib.contextmanager
-def cancel_on_queries(scope: CancelScope) -> Iterator[None]:
+class _CheckedScope:
+    """Sets the scope this thread's installed query check reads, for one `with` block. A
+    plain class, not a generator: it runs once per job, on the hot path."""
+
+    __slots__ = ("_previous", "_scope")
+
+    def __init__(self, scope: CancelScope) -> None:
+        self._scope = scope
+        self._previous: CancelScope | None = None
+
+    def __enter__(self) -> None:
+        self._previous, _query_checks.scope = _query_checks.scope, self._scope
+
+    def __exit__(self, *exc_info: object) -> None:
+        _query_checks.scope = self._previous
+
+
+def cancel_on_queries(scope: CancelScope) -> contextlib.AbstractContextManager[None]:
     """Raise `Canceled` at the next Django database query of this thread once `scope` is
     cancelled: a sync handler's usual wait."""
     if _query_checks.installed:
-        previous, _query_checks.scope = _query_checks.scope, scope
-        try:
-            yield
-        finally:
-            _query_checks.scope = previous
-        return
+        return _CheckedScope(scope)
+    return _wrapped_queries(scope)
 
+
+@contextlib.contextmanager
+def _wrapped_queries(scope: CancelScope) -> Iterator[None]:
     def wrapper(
         execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
     ) -> Any:

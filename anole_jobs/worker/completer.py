@@ -32,6 +32,7 @@ class Completer(BackgroundThread):
         self._pending: deque[tuple[Attempt, float]] = deque()
         self._batch: list[tuple[Attempt, float]] = []
         self._deadline: float | None = None
+        self._waiting = False  # in `run_once`'s wait for work (read and set under `_cond`)
 
     def submit(self, attempt: Attempt) -> None:
         if attempt.finish is None:
@@ -40,7 +41,8 @@ class Completer(BackgroundThread):
             return
         with self._cond:
             self._pending.append((attempt, monotonic() + SAVE_PATIENCE))
-            self._cond.notify()
+            if self._waiting:  # woken once per batch, not notified per job while it writes
+                self._cond.notify()
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Write what is pending, retrying for up to `timeout` seconds, then stop."""
@@ -62,32 +64,45 @@ class Completer(BackgroundThread):
             return
         with self._cond:
             # A submit or a stop wakes it early; while stopping, retry often until the deadline.
-            self._cond.wait(min(seconds, 0.2) if self.stopping else seconds)
+            self._waiting = True
+            try:
+                self._cond.wait(min(seconds, 0.2) if self.stopping else seconds)
+            finally:
+                self._waiting = False
 
     def run_once(self) -> float:
         with self._cond:
             while not self._pending and not self.stopping:
-                self._cond.wait()
+                self._waiting = True
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting = False
             count = min(BATCH_MAX, len(self._pending))
             self._batch = [self._pending.popleft() for _ in range(count)]
         if not self._batch:
             return 0.0
         written = self.service.store.finish([attempt.finish for attempt, _ in self._batch])  # type: ignore[misc]
         batch, self._batch = self._batch, []
-        for (attempt, _), ok in zip(batch, written, strict=True):
-            self.outcomes.record(attempt, written=ok)
+        # One record for the batch: one metrics update, not one per job.
+        self.outcomes.record_all(
+            [(attempt, ok) for (attempt, _), ok in zip(batch, written, strict=True)]
+        )
         return 0.0
 
     def on_failure(self, exc: Exception) -> None:
         # Keep what still has patience (and time before the stop's deadline); give up the rest.
         now = monotonic()
         keep = []
+        unsaved: list[tuple[Attempt, bool | None]] = []
         for attempt, patience in self._batch:
             limit = patience if self._deadline is None else min(patience, self._deadline)
             if now < limit:
                 keep.append((attempt, patience))
             else:
-                self.outcomes.record(attempt, written=None)
+                unsaved.append((attempt, None))
         self._batch = []
+        if unsaved:
+            self.outcomes.record_all(unsaved)
         with self._cond:
             self._pending.extendleft(reversed(keep))

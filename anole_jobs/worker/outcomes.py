@@ -26,6 +26,7 @@ from anole_jobs.records import Outcome
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish, RunRef
 from anole_jobs.tracing import RunSpan
+from anole_jobs.worker import logline
 
 logger = logging.getLogger("anole_jobs.worker")
 
@@ -69,37 +70,56 @@ class Outcomes:
         try:
             written = self.service.store.finish([a.finish for a in to_write]) if to_write else []  # type: ignore[misc]
         except Exception:
-            for attempt in attempts:
-                self.record(attempt, written=None)
+            self.record_all([(attempt, None) for attempt in attempts])
             raise
         by_run = {a.claimed.run: ok for a, ok in zip(to_write, written, strict=True)}
-        return [self.record(a, written=by_run.get(a.claimed.run, True)) for a in attempts]
+        return self.record_all([(a, by_run.get(a.claimed.run, True)) for a in attempts])
 
     def record(self, attempt: Attempt, *, written: bool | None) -> Outcome:
         """The run's end, once its write is decided: `written` True (saved), False (the
         fence refused it: the job moved on without this run, `lost`) or None (the store did
         not answer: the outcome is unsaved and the job runs again after its lease)."""
-        saved = written is not None
-        outcome: Outcome = "lost" if written is False else attempt.outcome
-        record = attempt.claimed.record
-        number = attempt.claimed.run.attempt
-        error = attempt.error
-        error_type = error.type if error is not None else None
-        self._log(attempt, outcome, saved, error)
-        self.service.bus.emit(
-            events.RUN_FINISHED,
-            queue=record.queue,
-            kind=record.kind,
-            job_id=record.id,
-            attempt=number,
-            max_attempts=record.max_attempts,
-            outcome=outcome,
-            seconds=attempt.seconds,
-            saved=saved,
-            error_type=error_type,
-        )
-        attempt.span.end(outcome, error_type)
-        return outcome
+        return self.record_all([(attempt, written)])[0]
+
+    def record_all(self, ended: Sequence[tuple[Attempt, bool | None]]) -> list[Outcome]:
+        """`record` for the runs one write decided: each run's log line and the end of its
+        span, then one `RUNS_FINISHED` event for the batch (what metrics count), then each
+        run's `RUN_FINISHED` (built only when someone listens to it). A listener woken by a
+        run's `RUN_FINISHED` therefore sees its line, its span and its metrics done."""
+        bus = self.service.bus
+        each = events.RUN_FINISHED in bus.by_name
+        batch = events.RUNS_FINISHED in bus.by_name
+        outcomes: list[Outcome] = []
+        finished: list[events.FinishedRun] = []
+        for attempt, written in ended:
+            saved = written is not None
+            outcome: Outcome = "lost" if written is False else attempt.outcome
+            error = attempt.error
+            error_type = error.type if error is not None else None
+            self._log(attempt, outcome, saved, error)
+            attempt.span.end(outcome, error_type)
+            outcomes.append(outcome)
+            if each or batch:
+                record = attempt.claimed.record
+                finished.append(
+                    events.FinishedRun(
+                        record.queue,
+                        record.kind,
+                        record.id,
+                        attempt.claimed.run.attempt,
+                        record.max_attempts,
+                        outcome,
+                        attempt.seconds,
+                        saved,
+                        error_type,
+                    )
+                )
+        if batch and finished:
+            bus.emit(events.RUNS_FINISHED, runs=tuple(finished))
+        if each:
+            for run in finished:
+                bus.emit(events.RUN_FINISHED, **run._asdict())
+        return outcomes
 
     # -- the log line --------------------------------------------------------------------------
     def _log(
@@ -107,7 +127,8 @@ class Outcomes:
     ) -> None:
         level = _level(outcome, saved)
         traceback = error is not None and error.traceback and logger.isEnabledFor(logging.DEBUG)
-        if not logger.isEnabledFor(level) and not traceback:
+        line = logger.isEnabledFor(level)
+        if not line and not traceback:
             return  # nothing to build: this runs once per job
         record = attempt.claimed.record
         finish = attempt.finish
@@ -123,7 +144,7 @@ class Outcomes:
             "error_type": error.type if error is not None else None,
             "next_run_at": next_run_at.isoformat() if next_run_at is not None else None,
         }
-        if logger.isEnabledFor(level):
+        if line:
             head = (
                 f"job {record.id} {record.kind} attempt {fields['attempt']}/"
                 f"{record.max_attempts} on {record.queue}"
@@ -170,10 +191,10 @@ def _level(outcome: Outcome, saved: bool) -> int:
 
 def _emit(level: int, text: str, fields: dict[str, Any]) -> None:
     # A record made directly, as `logger.log` would, without its caller lookup (a stack walk
-    # per line): this runs once per job, and the line's source is always this module.
-    logger.handle(
-        logger.makeRecord(logger.name, level, __file__, 0, text, (), None, "record", fields)
-    )
+    # per line): this runs once per job, and the line's source is always this module. The
+    # run's fields join the record in one update, not as `extra` (which logging checks key
+    # by key against the record: none of them is a record attribute).
+    logger.handle(logline.make_record(logger, level, text, __file__, fields))
 
 
 def _at(moment: datetime | None) -> str:

@@ -247,10 +247,10 @@ class QueueWorker:
             return
         with self._busy_lock:
             self._busy += len(claimed)
-        for job in claimed:
-            # Registered before a slot takes it, so a drain never misses it.
-            run = Run(job, CancelScope())
-            self.runs.add(run)
+        runs = [Run(job, CancelScope()) for job in claimed]
+        # Registered before a slot takes them, so a drain never misses one; one lock a batch.
+        self.runs.add_all(runs)
+        for run in runs:
             self._inbox.put(run)
 
     def give_back(self, claimed: list[ClaimedJob]) -> None:

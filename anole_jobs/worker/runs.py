@@ -66,6 +66,12 @@ class RunRegistry:
         with self._cond:
             self._runs[run.ref] = run
 
+    def add_all(self, runs: list[Run]) -> None:
+        """`add` for a claimed batch, under one lock."""
+        with self._cond:
+            for run in runs:
+                self._runs[run.ref] = run
+
     def remove(self, run: Run) -> None:
         with self._cond:
             self._runs.pop(run.ref, None)

@@ -247,14 +247,8 @@ def test_kind_and_name_labels_take_256_values_then_read_other() -> None:
     # while a kind seen before the cap keeps its name.
     for kind in ("kind-0", "never-seen"):
         bus.emit(
-            events.RUN_FINISHED,
-            queue="q",
-            kind=kind,
-            job_id=1,
-            attempt=1,
-            outcome="completed",
-            seconds=0.1,
-            saved=False,
+            events.RUNS_FINISHED,
+            runs=(events.FinishedRun("q", kind, 1, 1, 3, "completed", 0.1, False, None),),
         )
     assert sample("anole_jobs_finished_total", queue="q", kind="kind-0", outcome="completed") == 1
     assert sample("anole_jobs_finished_total", queue="q", kind="other", outcome="completed") == 1
@@ -270,9 +264,9 @@ def test_the_running_gauge_never_goes_below_zero() -> None:
     fields = {"queue": "q", "kind": "k", "job_id": 7, "attempt": 1}
     bus.emit(events.RUN_STARTED, **fields)
     assert registry.get_sample_value("anole_jobs_running", {"queue": "q"}) == 1
-    finished = {**fields, "outcome": "completed", "seconds": 0.0, "saved": True}
-    bus.emit(events.RUN_FINISHED, **finished)
-    bus.emit(events.RUN_FINISHED, **finished)  # a run end seen twice, or never seen starting
+    finished = events.FinishedRun("q", "k", 7, 1, 3, "completed", 0.0, True, None)
+    bus.emit(events.RUNS_FINISHED, runs=(finished,))
+    bus.emit(events.RUNS_FINISHED, runs=(finished,))  # seen twice, or never seen starting
     assert registry.get_sample_value("anole_jobs_running", {"queue": "q"}) == 0
 
 

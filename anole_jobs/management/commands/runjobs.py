@@ -31,6 +31,7 @@ from anole_jobs import metrics, tracing
 from anole_jobs.api import jobs
 from anole_jobs.errors import ConfigurationError, StoreUnavailable
 from anole_jobs.worker import recycle
+from anole_jobs.worker.logline import LineFormatter
 from anole_jobs.worker.runner import wait_for_store
 from anole_jobs.worker.supervisor import DRAIN, GIVE_BACK, RECYCLE_EXIT, Supervisor
 
@@ -286,8 +287,8 @@ class Command(BaseCommand):
         if not logging.getLogger().handlers and not package_logger.handlers:
             handler = logging.StreamHandler()
             tag = "" if worker is None else f" [worker {worker}]"
-            handler.setFormatter(
-                logging.Formatter(f"%(asctime)s %(levelname)s %(name)s{tag}: %(message)s")
+            handler.setFormatter(  # logging.Formatter's text, for less per line
+                LineFormatter(f"%(asctime)s %(levelname)s %(name)s{tag}: %(message)s")
             )
             package_logger.addHandler(handler)
 
