@@ -5,6 +5,7 @@ join ran after all of its dependencies (it read their results)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -83,3 +84,30 @@ def test_a_failure_cascades_retry_reopens_and_cancel_ends_through_runjobs(backen
     assert cancelled["state"] == "cancelled"
     left = backend.jobs(list(second["jobs"].values()))
     assert {r["state"] for r in left.values()} == {"cancelled"}, left
+
+
+def test_a_steps_delay_counts_from_its_dependencys_completion_through_runjobs(
+    backend: Backend,
+) -> None:
+    """A step's delay starts when its last dependency completes, not when the workflow was
+    enqueued: the worker starts after the enqueue (a process start later), so the two
+    readings differ, and the step is due exactly its delay after root's completion."""
+    created = json.loads(backend.manage("e2e_workflow", "0", "--delayed"))
+    steps = created["jobs"]
+    worker = backend.spawn("--concurrency", "2")
+    backend.wait_state(list(steps.values()), "completed", timeout=30)
+
+    def show(name: str) -> dict[str, object]:
+        return json.loads(backend.manage("jobs", "show", str(steps[name]), "--json"))
+
+    root, late = show("root"), show("late")
+
+    def at(record: dict[str, object], field: str) -> datetime:
+        return datetime.fromisoformat(str(record[field]))
+
+    assert at(late, "scheduled_at") == at(root, "finished_at") + timedelta(seconds=1)
+    assert at(late, "scheduled_at") > at(late, "created_at") + timedelta(seconds=1)
+    assert at(late, "attempted_at") >= at(late, "scheduled_at")
+    worker.wait_ready()
+    worker.signal()
+    assert worker.wait(timeout=20) == 0

@@ -2,6 +2,8 @@
 print ``{"id": workflow id, "jobs": {step name: job id}}`` as JSON (tests only).
 ``--failing`` enqueues the failure shape instead (WIDTH is ignored): root; "bad" after root
 fails; "blocked" after bad; "tolerant" after bad with ignore_failed; "end" after tolerant.
+``--delayed`` enqueues root and "late" after it with a delay of one second (counted from the
+moment root completes).
 
 One root, WIDTH steps after it, a join after all of them, then WIDTH more after the join and a
 last join: fan-out and fan-in twice, so finishes of one step's dependencies race in the
@@ -10,6 +12,7 @@ workers."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -25,6 +28,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("width", type=int)
         parser.add_argument("--failing", action="store_true")
+        parser.add_argument("--delayed", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["failing"]:
@@ -34,6 +38,13 @@ class Command(BaseCommand):
             wf.add(Step("blocked"), name="blocked", after=[bad])
             tolerant = wf.add(Step("tolerant"), name="tolerant", after=[bad], ignore_failed=True)
             wf.add(Step("end"), name="end", after=[tolerant])
+            created = jobs.enqueue_workflow(wf)
+            self.stdout.write(json.dumps({"id": created.id, "jobs": dict(created.jobs)}))
+            return
+        if options["delayed"]:
+            wf = Workflow("e2e delayed")
+            root = wf.add(Step("root"), name="root")
+            wf.add(Step("late"), name="late", after=[root], delay=timedelta(seconds=1))
             created = jobs.enqueue_workflow(wf)
             self.stdout.write(json.dumps({"id": created.id, "jobs": dict(created.jobs)}))
             return
