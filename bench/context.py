@@ -79,6 +79,8 @@ class Bench:
         self.jobs = jobs
         if os.environ.get("ANOLE_BENCH_COUNT_TRIGGERS", "on") == "off":
             self._drop_count_triggers()
+        if os.environ.get("ANOLE_BENCH_STAT_TRIGGER", "on") == "off":
+            self._drop_stat_trigger()
         store = jobs.service.store
         self.info["store_name"] = store.name
         self.info["wakeups"] = (
@@ -103,6 +105,22 @@ class Bench:
             for statement in drop_count_statements(connection.vendor, prefix, keep_table=True):
                 cursor.execute(statement)
         self.info["count_triggers"] = "off"
+
+    def _drop_stat_trigger(self) -> None:
+        """ANOLE_BENCH_STAT_TRIGGER=off: the hot paths without the trigger that keeps the
+        per-minute run statistics (the charts then go stale), to measure what it costs."""
+        if self.store not in ("sqlite", "postgres"):
+            return
+        from django.db import connection
+
+        from anole_jobs.stores.database.ddl import drop_stat_statements
+
+        prefix = self.jobs.service.settings.table_prefix
+        with connection.cursor() as cursor:
+            for statement in drop_stat_statements(connection.vendor, prefix):
+                if statement.startswith("DROP TRIGGER"):
+                    cursor.execute(statement)
+        self.info["stat_trigger"] = "off"
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
