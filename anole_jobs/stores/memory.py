@@ -300,23 +300,10 @@ class MemoryStore(MemoryWorkers, Store):
         with self._lock:
             if queue in self._paused:
                 return []
-            claimed = []
-            for row in self._claim_order(queue, kinds, max(limit, 0)):
-                self._set_state(row, "running")
-                row.attempt += 1
-                row.token += 1
-                row.attempted_at = now
-                row.lease_until = lease_until
-                row.claimed_by = worker
-                self._stats.started(row.queue, now)
-                claimed.append(
-                    ClaimedJob(
-                        record=row.record(),
-                        run=RunRef(row.id, row.attempt, row.token),
-                        lease_until=lease_until,
-                    )
-                )
-            return claimed
+            return [
+                self._claim_row(row, now, lease_until, worker)
+                for row in self._claim_order(queue, kinds, max(limit, 0))
+            ]
 
     def heartbeat(self, runs: Collection[RunRef], *, lease_until: datetime) -> set[RunRef]:
         held = set()
@@ -873,12 +860,14 @@ class MemoryStore(MemoryWorkers, Store):
     def _claim_row(
         self, row: _Row, now: datetime, lease_until: datetime, worker: str
     ) -> ClaimedJob:
+        """Claim `row` (under the lock), for a plain claim and a limited one alike."""
         self._set_state(row, "running")
         row.attempt += 1
         row.token += 1
         row.attempted_at = now
         row.lease_until = lease_until
         row.claimed_by = worker
+        self._stats.started(row.queue, now)
         return ClaimedJob(
             record=row.record(),
             run=RunRef(row.id, row.attempt, row.token),

@@ -268,3 +268,24 @@ def test_redis_lua_and_python_name_the_statistics_keys_alike(env):
         str(int(STATS_KEEP.total_seconds())),
         str(len(RUNTIME_BUCKETS_MS)),
     ]
+
+
+def test_a_claim_within_a_queues_limits_counts_as_started(env):
+    """A limited claim is a claim like any other in the statistics (a store that claims
+    within limits by another path must count it too)."""
+    from anole_jobs.limits import Limits
+
+    store = env.store
+    store.insert([new_job(), new_job(), new_job()])
+    now = minute(0) + timedelta(seconds=20)
+    taken = store.claim_limited(
+        "default",
+        limits=Limits(global_concurrency=2),
+        kinds=None,
+        limit=10,
+        now=now,
+        lease_until=now + LEASE,
+        worker="test",
+    )
+    assert len(taken.jobs) == 2 and taken.held
+    assert points(store)["default"][minute(0)].started == 2

@@ -87,19 +87,24 @@ SEARCH_CHUNK = 500
 SCRIPT_CHUNK = 1_000
 
 
-#: The scripts that also get `_limits.lua` (queue limits) before their own text.
+#: The scripts that also get `_claim.lua` (the walk in claim order and the claim of one job)
+#: and `_limits.lua` (queue limits) before their own text.
+CLAIM_SCRIPTS = ("claim", "claim_limited")
 LIMIT_SCRIPTS = ("claim_limited", "limits_held")
 
 
 @functools.cache
 def _sources() -> dict[str, tuple[str, str]]:
-    """``{name: (source, sha1)}``: each script is the key prelude + `_lib.lua` + its file."""
+    """``{name: (source, sha1)}``: each script is the key prelude + `_lib.lua` (+ `_claim.lua`,
+    + `_limits.lua` where it needs them) + its file."""
     lib = (SCRIPTS_DIR / "_lib.lua").read_text()
+    claim_lib = (SCRIPTS_DIR / "_claim.lua").read_text() + "\n"
     limits_lib = (SCRIPTS_DIR / "_limits.lua").read_text() + "\n"
     sources = {}
     for path in sorted(SCRIPTS_DIR.glob("*.lua")):
         if not path.name.startswith("_"):
-            extra = limits_lib if path.stem in LIMIT_SCRIPTS else ""
+            extra = claim_lib if path.stem in CLAIM_SCRIPTS else ""
+            extra += limits_lib if path.stem in LIMIT_SCRIPTS else ""
             source = f"{keys.LUA}\n{lib}\n{extra}{path.read_text()}"
             sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
             sources[path.stem] = (source, sha)

@@ -10,16 +10,7 @@ local t = ARGV[8]
 local gc, rc, rs = limits_of(queue, tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]))
 local fields = cjson.decode(ARGV[13])
 if redis.call('HEXISTS', K_paused(), queue) == 1 then return {'0', ''} end
-local present = redis.call('SMEMBERS', K_ak(queue))
-local kinds = present
-if ARGV[14] ~= '*' then
-  local wanted = {}
-  for i = 15, #ARGV do wanted[ARGV[i]] = true end
-  kinds = {}
-  for _, kind in ipairs(present) do
-    if wanted[kind] then kinds[#kinds + 1] = kind end
-  end
-end
+local kinds = handled_kinds(queue, 14)
 
 local running = (gc and running_of(queue, fields)) or {}
 local win = window(queue, rc, rs, t)
@@ -42,34 +33,11 @@ local function hold(part)
   end
 end
 
-local CHUNK = math.min(limit, 500)
 local SCAN_MAX = 5000
-local cursors = {}
-local function refill(c)
-  local flat = redis.call('ZRANGE', c.key, c.offset, c.offset + CHUNK - 1, 'WITHSCORES')
-  c.offset = c.offset + CHUNK
-  c.items, c.pos = {}, 1
-  for i = 1, #flat, 2 do c.items[#c.items + 1] = {member = flat[i], score = tonumber(flat[i + 1])} end
-  c.done = #flat < 2 * CHUNK
-end
-for _, kind in ipairs(kinds) do
-  local c = {key = K_av(queue, kind), kind = kind, offset = 0}
-  refill(c)
-  cursors[#cursors + 1] = c
-end
+local next_job = available_jobs(queue, kinds, math.min(limit, 500))
 
 local function claim_one(j, part)
-  leave(j)
-  set(j, 'state', 'running')
-  set(j, 'attempt', string.format('%d', tonumber(j.attempt) + 1))
-  set(j, 'token', string.format('%d', tonumber(j.token) + 1))
-  set(j, 'attempted', now)
-  set(j, 'lease', lease)
-  set(j, 'lease_iso', lease_iso)
-  set(j, 'worker', worker)
-  enter(j)
-  out[#out + 1] = encode_record(j)
-  save(j)
+  out[#out + 1] = claim_job(j, now, lease, lease_iso, worker)
   taken = taken + 1
   if gc then
     running[part] = (running[part] or 0) + 1
@@ -80,27 +48,12 @@ end
 
 local scanned = 0
 while taken < limit and scanned < SCAN_MAX do
-  local best_cursor, best = nil, nil
-  for _, c in ipairs(cursors) do
-    if c.pos > #c.items and not c.done then refill(c) end
-    local head = c.items[c.pos]
-    if head and (best == nil or head.score < best.score
-        or (head.score == best.score and head.member < best.member)) then
-      best_cursor, best = c, head
-    end
-  end
-  if best == nil then break end
-  best_cursor.pos = best_cursor.pos + 1
+  local j = next_job()
+  if j == nil then break end
   scanned = scanned + 1
-  local j = load_all(member_id(best.member))
-  if j == nil then
-    zrem(best_cursor.key, best.member)
-    pending.available[best_cursor.key] = {queue, best_cursor.kind}
-  else
-    local part = partition_of(fields, j.args)
-    if not full[part] then
-      if room(part) <= 0 then hold(part) else claim_one(j, part) end
-    end
+  local part = partition_of(fields, j.args)
+  if not full[part] then
+    if room(part) <= 0 then hold(part) else claim_one(j, part) end
   end
 end
 out[1] = held
