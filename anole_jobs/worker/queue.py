@@ -45,6 +45,10 @@ AHEAD_SECONDS = 0.02
 AHEAD_MAX = 1000
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
+#: The shortest span a rate is measured over. Slow jobs started together finish together:
+#: four one-second jobs ending within 10 ms would read as 400 jobs a second over those 10 ms,
+#: and the pool would claim a reserve of them for its busy slots.
+RATE_WINDOW = 0.5
 #: Seconds between looks for limits set at runtime on a queue with none in its settings.
 RUNTIME_LIMITS_EVERY = 1.0
 
@@ -233,9 +237,12 @@ class QueueWorker:
         with self._busy_lock:
             finished = self._finished
         since = self._rate_since
-        self._rate_since = (now, finished)
-        if since is None or now <= since[0]:
+        if since is None:
+            self._rate_since = (now, finished)
             return
+        if now - since[0] < RATE_WINDOW:
+            return
+        self._rate_since = (now, finished)
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
         # Jobs that take longer than AHEAD_SECONDS between them keep none ahead: a slow kind
@@ -259,9 +266,16 @@ class QueueWorker:
         self.service.store.finish([give_back(job.run, now) for job in claimed])
 
     def _release(self, run: Run) -> None:
-        """A run left its slot (or the inbox): when that brings the pool down to its low
-        water, wake the dispatcher to claim the next batch (once per batch, not per job)."""
+        """A run left the inbox without an outcome to write (the drain gave it back)."""
         self.runs.remove(run)
+        self._settled()
+
+    def _settled(self) -> None:
+        """A claimed job no longer shows as running in the store (its outcome is written, or
+        it was given back): when that brings the pool down to its low water, wake the
+        dispatcher to claim the next batch (once per batch, not per job). Counting a slot
+        free only now, not when its handler returns, is what keeps the jobs stored as
+        running within the slots while the completer writes the last ones' outcomes."""
         with self._busy_lock:
             self._busy -= 1
             self._finished += 1
@@ -287,19 +301,34 @@ class QueueWorker:
                 # The drain already gave it back before any slot started it.
                 self._release(run)
                 continue
+            handed_on = False
             try:
-                run.span = self.executor.start_span(run.claimed)
-                attempt = self.executor.run(run.claimed, run.scope, run.span)
-                if run.finish_by_handler(lambda: self.completer.submit(attempt)):  # noqa: B023
-                    self.executor.report(attempt)  # after the hand-off: never delays the write
-            except BaseException:  # noqa: BLE001 - a bug here must not kill the slot
-                # (the executor already turns whatever a handler raises into its attempt)
-                logger.exception(
-                    "job %s: the runtime failed around its handler", run.claimed.record.id
-                )
+                handed_on = self._run(run)
             finally:
                 # As a request ends: drop connections that broke or outlived CONN_MAX_AGE
                 # (which also readies the health check of CONN_HEALTH_CHECKS for the next run).
                 close_old_connections()
-                self._release(run)
+                self.runs.remove(run)
+                if not handed_on:  # else the completer calls `_settled` once it wrote
+                    self._settled()
         close_connections()
+
+    def _run(self, run: Run) -> bool:
+        """Run one claimed job in this slot; True once its outcome is the completer's to
+        write (then the completer settles it), False when nothing was handed on."""
+        handed_on = False
+
+        def hand_on() -> None:
+            nonlocal handed_on
+            self.completer.submit(attempt, self._settled)
+            handed_on = True
+
+        try:
+            run.span = self.executor.start_span(run.claimed)
+            attempt = self.executor.run(run.claimed, run.scope, run.span)
+            if run.finish_by_handler(hand_on):
+                self.executor.report(attempt)  # after the hand-off: never delays the write
+        except BaseException:  # noqa: BLE001 - a bug here must not kill the slot
+            # (the executor already turns whatever a handler raises into its attempt)
+            logger.exception("job %s: the runtime failed around its handler", run.claimed.record.id)
+        return handed_on

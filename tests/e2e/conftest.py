@@ -223,6 +223,9 @@ class Backend:
     reader: Callable[[list[int]], dict[int, dict[str, Any]]]
     workers: list[Worker] = field(default_factory=list)
     pg: Any = None  # a psycopg connection to the test database (postgres only)
+    #: ``{state: n}`` of the "default" queue as the dashboard shows it: the store's counts,
+    #: read in one snapshot (the count table on SQL, the counts hash on Redis).
+    default_counts: Callable[[], dict[str, int]] = lambda: {}  # noqa: E731
 
     @property
     def markers(self) -> Path:
@@ -391,6 +394,22 @@ def store_reader(store: Any) -> Callable[[list[int]], dict[int, dict[str, Any]]]
     return read
 
 
+def _counts_reader(
+    name: str, sqlite_path: Path, pg: Any, redis_store: Any
+) -> Callable[[], dict[str, int]]:
+    query = "SELECT state, SUM(n) FROM anole_jobs_count WHERE queue = 'default' GROUP BY state"
+    if name == "sqlite":
+
+        def read_sqlite() -> dict[str, int]:
+            with contextlib.closing(sqlite3.connect(sqlite_path)) as connection:
+                return {state: int(n) for state, n in connection.execute(query) if n}
+
+        return read_sqlite
+    if name == "postgres":
+        return lambda: {state: int(n) for state, n in pg.execute(query).fetchall() if n}
+    return lambda: redis_store.counts().get("default", {})
+
+
 # -- session resources ---------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def e2e_tmp(tmp_path_factory: Any) -> Path:
@@ -499,7 +518,14 @@ def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
         # The test settings' "jobs" cache is the same Redis (REDIS_TEST_URL).
         redis_store = open_store(conf.parse({"STORE": {"redis": "jobs"}, "KEY_PREFIX": prefix}))
         reader = store_reader(redis_store)
-    backend = Backend(name=name, env=env, tmp=tmp_path, reader=reader, pg=pg)
+    backend = Backend(
+        name=name,
+        env=env,
+        tmp=tmp_path,
+        reader=reader,
+        pg=pg,
+        default_counts=_counts_reader(name, sqlite_path, pg, redis_store),
+    )
     try:
         yield backend
     finally:

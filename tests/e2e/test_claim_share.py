@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Backend, Spec
+from tests.e2e.conftest import Backend, Spec, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -52,3 +52,42 @@ def test_two_processes_split_a_batch_of_slow_jobs(pg_backend: Backend) -> None:
         marker_times(backend.markers, "finished"),
     )
     assert max(started.values()) < min(finished.values()), (started, finished)
+
+
+def test_two_processes_work_two_waves_and_never_show_more_running_than_slots(
+    backend: Backend,
+) -> None:
+    """16 one-second jobs, two processes of 4 slots each: two waves of 8, about 2 s in all.
+
+    While they run, the queue's counts (what the dashboard's pages show, read in one
+    snapshot) are sampled until all have completed: no sample may show more running jobs than
+    the 8 slots, since a job counts as running only once its handler has started, and stops
+    when its outcome is written — before its slot is counted free for the next claim.
+    """
+    jobs = 2 * 2 * CONCURRENCY
+    workers = [backend.spawn(CONCURRENCY=str(CONCURRENCY)) for _ in range(2)]
+    for worker in workers:
+        worker.wait_ready()
+    (ids,) = backend.enqueue_specs(
+        Spec("block", jobs, args={"seconds": SECONDS, "marker": str(backend.markers)})
+    )
+    running: list[int] = []
+
+    def all_completed() -> bool:
+        counts = backend.default_counts()
+        running.append(counts.get("running", 0))
+        return counts.get("completed", 0) == jobs
+
+    wait_until(all_completed, f"{jobs} jobs completed", timeout=60)
+    assert len(running) > 1 and 0 < max(running) <= 2 * CONCURRENCY, running
+    ran = [started_ids(worker.output()) for worker in workers]
+    assert ran[0] | ran[1] == set(ids) and not ran[0] & ran[1]
+    assert all(len(each) == 2 * CONCURRENCY for each in ran), ran
+    # Two waves: the first 8 handlers all started before any returned, and every one of the
+    # second 8 started before any of the second wave returned — so the 16 took two job
+    # lengths, not three or more.
+    started = sorted(marker_times(backend.markers, "started").items(), key=lambda kv: kv[1])
+    finished = marker_times(backend.markers, "finished")
+    first, second = started[: 2 * CONCURRENCY], started[2 * CONCURRENCY :]
+    assert max(t for _, t in first) < min(finished[i] for i, _ in first), (started, finished)
+    assert max(t for _, t in second) < min(finished[i] for i, _ in second), (started, finished)

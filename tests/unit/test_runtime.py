@@ -256,6 +256,31 @@ def test_claim_ahead_follows_the_queue_rate_within_its_bounds(
     assert pool.wanted() == 10 + AHEAD_MAX
 
 
+def test_slow_jobs_that_finish_together_keep_no_reserve(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four one-second jobs started together end within milliseconds of each other; the
+    dispatcher, woken as they end, must not read that burst as a fast queue and claim a
+    reserve that would sit `running` behind busy slots while another worker idles."""
+    from anole_jobs.worker.queue import RATE_WINDOW
+
+    pool, clock = idle_pool(monkeypatch, concurrency=4)
+    jobs.enqueue_many([Work() for _ in range(16)])
+    assert pool.wanted() == 4
+    pool.hand_out(claim(4))
+    for _wave in range(3):
+        clock.now += 1.0  # the wave ran for a second...
+        for _ in range(4):  # ...and its jobs end 2 ms apart, the dispatcher woken each time
+            finish(pool, 1)
+            clock.now += 0.002
+            wanted = pool.wanted()
+            assert pool.ahead == 0
+            assert wanted <= 4 - len([*pool.runs]), (wanted, [*pool.runs])
+            pool.hand_out(claim(wanted))
+    # The rate is measured over at least RATE_WINDOW: about 4 jobs a second here.
+    assert 0 < pool._rate < 4 / RATE_WINDOW
+
+
 def test_a_slot_wakes_the_dispatcher_once_per_batch_at_the_low_water(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
