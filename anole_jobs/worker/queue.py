@@ -45,10 +45,6 @@ AHEAD_SECONDS = 0.02
 AHEAD_MAX = 1000
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
-#: The shortest span a rate is measured over. Slow jobs started together finish together:
-#: four one-second jobs ending within 10 ms would read as 400 jobs a second over those 10 ms,
-#: and the pool would claim a reserve of them for its busy slots.
-RATE_WINDOW = 0.5
 #: Seconds between looks for limits set at runtime on a queue with none in its settings.
 RUNTIME_LIMITS_EVERY = 1.0
 
@@ -155,6 +151,11 @@ class QueueWorker:
         self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
         self._rate = 0.0  # jobs per second, smoothed
         self.ahead = 0  # jobs kept claimed beyond the slots (adaptive; none until measured)
+        #: Seconds of handler time run by each slot (each slot adds to its own entry only),
+        #: and (their sum, _finished) at the last measurement: the mean run time since then.
+        self._slot_work = [0.0] * config.concurrency
+        self._work_since = (0.0, 0)
+        self._run_seconds = 0.0  # mean run time of the queue's jobs, smoothed
         #: The queue's limits in the settings; those set at runtime are looked up now and
         #: then (`limits_in_force`), so a queue without limits never pays for them.
         self.settings_limits = service.settings.queues[config.name].limits
@@ -168,7 +169,7 @@ class QueueWorker:
     def start(self) -> None:
         for index in range(self.config.concurrency):
             thread = threading.Thread(
-                target=self._slot, name=f"anole-{self.name}-{index}", daemon=True
+                target=self._slot, args=(index,), name=f"anole-{self.name}-{index}", daemon=True
             )
             thread.start()
             self._threads.append(thread)
@@ -236,18 +237,30 @@ class QueueWorker:
         now = monotonic()
         with self._busy_lock:
             finished = self._finished
+        work = sum(self._slot_work)
         since = self._rate_since
-        if since is None:
-            self._rate_since = (now, finished)
-            return
-        if now - since[0] < RATE_WINDOW:
-            return
         self._rate_since = (now, finished)
+        if since is None or now <= since[0]:
+            return
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
-        # Jobs that take longer than AHEAD_SECONDS between them keep none ahead: a slow kind
-        # claims no more than its free slots.
-        self.ahead = min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS))
+        ahead = min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS))
+        # The rate alone misleads when slow jobs started together end together (four
+        # one-second jobs ending 2 ms apart read as hundreds a second), so the reserve is also
+        # bounded by the jobs' own run time: the jobs all slots finish in AHEAD_SECONDS. A
+        # slow kind then keeps none ahead, however its ends bunch up.
+        work_since, finished_since = self._work_since
+        if finished > finished_since:
+            mean = (work - work_since) / (finished - finished_since)
+            self._work_since = (work, finished)
+            self._run_seconds = (
+                mean
+                if not self._run_seconds
+                else self._run_seconds + RATE_WEIGHT * (mean - self._run_seconds)
+            )
+        if self._run_seconds > 0:
+            ahead = min(ahead, int(self.config.concurrency * AHEAD_SECONDS / self._run_seconds))
+        self.ahead = ahead
 
     def hand_out(self, claimed: list[ClaimedJob]) -> None:
         if not claimed:
@@ -284,7 +297,7 @@ class QueueWorker:
             self.service.store.wakeups.wake([self.name])
 
     # -- running ---------------------------------------------------------------------------
-    def _slot(self) -> None:
+    def _slot(self, index: int) -> None:
         from django.db import close_old_connections
 
         from anole_jobs.background import close_connections
@@ -303,7 +316,7 @@ class QueueWorker:
                 continue
             handed_on = False
             try:
-                handed_on = self._run(run)
+                handed_on = self._run(run, index)
             finally:
                 # As a request ends: drop connections that broke or outlived CONN_MAX_AGE
                 # (which also readies the health check of CONN_HEALTH_CHECKS for the next run).
@@ -313,7 +326,7 @@ class QueueWorker:
                     self._settled()
         close_connections()
 
-    def _run(self, run: Run) -> bool:
+    def _run(self, run: Run, index: int) -> bool:
         """Run one claimed job in this slot; True once its outcome is the completer's to
         write (then the completer settles it), False when nothing was handed on."""
         handed_on = False
@@ -326,6 +339,7 @@ class QueueWorker:
         try:
             run.span = self.executor.start_span(run.claimed)
             attempt = self.executor.run(run.claimed, run.scope, run.span)
+            self._slot_work[index] += attempt.seconds
             if run.finish_by_handler(hand_on):
                 self.executor.report(attempt)  # after the hand-off: never delays the write
         except BaseException:  # noqa: BLE001 - a bug here must not kill the slot
