@@ -49,6 +49,10 @@ RATE_WEIGHT = 0.3
 RUNTIME_LIMITS_EVERY = 1.0
 
 
+def _nothing() -> None:
+    """The completer's callback when the slot was already counted free."""
+
+
 class Dispatcher(BackgroundThread):
     """Claims for one queue whenever slots are free; sleeps on the queue's wake-ups."""
 
@@ -288,7 +292,8 @@ class QueueWorker:
         it was given back): when that brings the pool down to its low water, wake the
         dispatcher to claim the next batch (once per batch, not per job). Counting a slot
         free only now, not when its handler returns, is what keeps the jobs stored as
-        running within the slots while the completer writes the last ones' outcomes."""
+        running within the slots while the completer writes the last ones' outcomes (on a
+        queue with no reserve claimed ahead: see `_run`)."""
         with self._busy_lock:
             self._busy -= 1
             self._finished += 1
@@ -333,8 +338,14 @@ class QueueWorker:
 
         def hand_on() -> None:
             nonlocal handed_on
-            self.completer.submit(attempt, self._settled)
-            handed_on = True
+            if self.ahead:
+                # A reserve is claimed ahead anyway (short jobs), so the running count
+                # already exceeds the slots by it; waiting for the write before claiming
+                # would only put the store's round trip between every batch.
+                self.completer.submit(attempt, _nothing)
+            else:
+                self.completer.submit(attempt, self._settled)
+                handed_on = True
 
         try:
             run.span = self.executor.start_span(run.claimed)
