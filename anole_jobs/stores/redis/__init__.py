@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from anole_jobs.conf import Settings
     from anole_jobs.stores.redis.store import RedisStore
 
-__all__ = ["check_redis_eviction", "open_redis_store"]
+__all__ = ["ClusterConnectionFactory", "check_redis_eviction", "open_redis_store"]
 
 
 def _redis_client(alias: str) -> Any:
@@ -54,8 +54,13 @@ def _redis_client(alias: str) -> Any:
     except NotImplementedError:
         raise ConfigurationError(
             f"cache {alias!r} uses a django-redis client with no single connection (sharded?); "
-            "the Redis jobs store needs one Redis node"
+            "the Redis jobs store needs one Redis node, or a Redis Cluster through "
+            "OPTIONS['CONNECTION_FACTORY'] = 'anole_jobs.stores.redis.ClusterConnectionFactory'"
         ) from None
+    from anole_jobs.stores.redis.cluster import is_cluster_client
+
+    if is_cluster_client(client):
+        return client
     if not hasattr(client, "evalsha") or not hasattr(client, "connection_pool"):
         raise ConfigurationError(
             f"cache {alias!r} gives a {type(client).__name__}, not a redis-py client; the Redis "
@@ -65,10 +70,24 @@ def _redis_client(alias: str) -> Any:
 
 
 def open_redis_store(alias: str, settings: Settings) -> RedisStore:
-    """The Redis store on cache `alias`, its keys under ``settings.key_prefix``."""
+    """The Redis store on cache `alias`, its keys under ``settings.key_prefix``: the cluster
+    store when the cache's client is a `redis.cluster.RedisCluster`."""
+    from anole_jobs.stores.redis.cluster import RedisClusterStore, is_cluster_client
     from anole_jobs.stores.redis.store import RedisStore
 
-    return RedisStore(_redis_client(alias), key_prefix=settings.key_prefix, alias=alias)
+    client = _redis_client(alias)
+    if is_cluster_client(client):
+        return RedisClusterStore(client, key_prefix=settings.key_prefix, alias=alias)
+    return RedisStore(client, key_prefix=settings.key_prefix, alias=alias)
+
+
+def __getattr__(name: str) -> Any:
+    # `ClusterConnectionFactory` is named in settings; imported on use (it needs redis-py).
+    if name == "ClusterConnectionFactory":
+        from anole_jobs.stores.redis.cluster import ClusterConnectionFactory
+
+        return ClusterConnectionFactory
+    raise AttributeError(name)
 
 
 def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
