@@ -9,6 +9,7 @@ django-redis. Anything else is refused with `ConfigurationError` (an
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlparse
 
 from django.core import checks
 from django.utils.module_loading import import_string
@@ -19,7 +20,12 @@ if TYPE_CHECKING:
     from anole_jobs.conf import Settings
     from anole_jobs.stores.redis.store import RedisStore
 
-__all__ = ["ClusterConnectionFactory", "check_redis_eviction", "open_redis_store"]
+__all__ = [
+    "ClusterConnectionFactory",
+    "check_cluster",
+    "check_redis_eviction",
+    "open_redis_store",
+]
 
 
 def _redis_client(alias: str) -> Any:
@@ -88,6 +94,51 @@ def __getattr__(name: str) -> Any:
 
         return ClusterConnectionFactory
     raise AttributeError(name)
+
+
+#: The connection factory that makes a cache's client a Redis Cluster client.
+CLUSTER_FACTORY = "anole_jobs.stores.redis.ClusterConnectionFactory"
+
+
+def uses_cluster(alias: str) -> bool:
+    """Whether cache `alias` is set up for a Redis Cluster (read from CACHES; no connection)."""
+    from django.conf import settings as django_settings
+
+    options = getattr(django_settings, "CACHES", {}).get(alias, {}).get("OPTIONS") or {}
+    return options.get("CONNECTION_FACTORY") == CLUSTER_FACTORY
+
+
+def check_cluster(alias: str, key_prefix: str) -> list[checks.CheckMessage]:
+    """E017: a Redis Cluster the store cannot use as configured (read from the settings)."""
+    if not uses_cluster(alias):
+        return []
+    from django.conf import settings as django_settings
+
+    from anole_jobs.stores.redis.cluster import check_prefix
+
+    problems = []
+    problem = check_prefix(key_prefix)
+    if problem:
+        problems.append((problem, "choose a KEY_PREFIX without braces, e.g. 'anole:'"))
+    location_setting = django_settings.CACHES[alias].get("LOCATION") or ""
+    locations = (
+        location_setting.split(",") if isinstance(location_setting, str) else location_setting
+    )
+    for location in locations:
+        parsed = urlparse(str(location).strip())
+        database = parsed.path.strip("/") or parse_qs(parsed.query).get("db", [""])[0]
+        if database not in ("", "0"):
+            problems.append(
+                (
+                    f"cache {alias!r} names database {database} of a Redis Cluster, which has "
+                    "database 0 only",
+                    "end the LOCATION with /0 or no database",
+                )
+            )
+    return [
+        checks.Error(message, hint=f"{hint} (see docs/deployment.md)", id="anole_jobs.E017")
+        for message, hint in problems
+    ]
 
 
 def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
