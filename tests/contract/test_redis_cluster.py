@@ -167,3 +167,25 @@ def test_a_cluster_database_other_than_0_is_refused(env, settings):
     }
     found = [m for m in check_settings() if m.id == "anole_jobs.E017"]
     assert len(found) == 1 and "database 2" in found[0].msg
+
+
+def test_the_eviction_check_reads_every_master(env, redis_cluster, settings):
+    from anole_jobs.stores.redis import check_redis_eviction
+
+    assert check_redis_eviction("jobs_cluster") == []
+    evicting = node_client(redis_cluster, redis_cluster.ports[2])
+    evicting.config_set("maxmemory-policy", "allkeys-lru")
+    try:
+        (warning,) = check_redis_eviction("jobs_cluster")
+    finally:
+        evicting.config_set("maxmemory-policy", "noeviction")
+    assert warning.id == "anole_jobs.W002"
+    assert f"127.0.0.1:{redis_cluster.ports[2]} ('allkeys-lru')" in warning.msg
+
+
+def test_a_lost_connection_names_the_cluster(env, redis_cluster):
+    from anole_jobs.stores.redis.unavailable import address
+
+    text = address(env.store.client)
+    assert text.startswith("the Redis Cluster at ")
+    assert all(f"127.0.0.1:{port}" in text for port in redis_cluster.ports)

@@ -156,10 +156,12 @@ def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
         "set maxmemory-policy noeviction in redis.conf (or your provider's parameter group); "
         "keep the jobs in a Redis of their own if the cache needs eviction"
     )
+    from anole_jobs.stores.redis.cluster import is_cluster_client
+
     try:
-        policy = client.info("memory").get("maxmemory_policy")
-        if policy is None:
-            policy = client.config_get("maxmemory-policy").get("maxmemory-policy")
+        if is_cluster_client(client):  # every master holds jobs: each must keep them
+            return _cluster_eviction(client, alias, hint)
+        policy = _policy(client)
     except Exception as exc:  # a check reports, it never raises
         return [
             checks.Warning(
@@ -168,14 +170,38 @@ def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
                 id="anole_jobs.W002",
             )
         ]
-    if isinstance(policy, bytes):
-        policy = policy.decode()
     if policy == "noeviction":
         return []
     return [
         checks.Warning(
             f"Redis behind cache {alias!r} has maxmemory-policy {policy!r}: when memory runs "
             "out it may evict job keys, and an evicted job is lost",
+            hint=hint,
+            id="anole_jobs.W002",
+        )
+    ]
+
+
+def _policy(client: Any, **target: Any) -> str | None:
+    policy = client.info("memory", **target).get("maxmemory_policy")
+    if policy is None:
+        policy = client.config_get("maxmemory-policy", **target).get("maxmemory-policy")
+    return policy.decode() if isinstance(policy, bytes) else policy
+
+
+def _cluster_eviction(client: Any, alias: str, hint: str) -> list[checks.CheckMessage]:
+    evicting = []
+    for node in client.get_primaries():
+        policy = _policy(client, target_nodes=node)
+        if policy != "noeviction":
+            evicting.append(f"{node.host}:{node.port} ({policy!r})")
+    if not evicting:
+        return []
+    return [
+        checks.Warning(
+            f"Redis Cluster behind cache {alias!r} has masters whose maxmemory-policy is not "
+            f"noeviction: {', '.join(evicting)}; when memory runs out they may evict job keys, "
+            "and an evicted job is lost",
             hint=hint,
             id="anole_jobs.W002",
         )

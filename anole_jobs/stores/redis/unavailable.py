@@ -34,6 +34,9 @@ _WRITES: dict[str, tuple[str, str, str]] = {
 
 def address(client: Any) -> str:
     """Where `client` connects, as a person writes it: ``host:port`` or the socket path."""
+    if hasattr(client, "get_primaries"):  # a Redis Cluster: its masters
+        nodes = [f"{node.host}:{node.port}" for node in client.get_primaries()]
+        return f"the Redis Cluster at {', '.join(nodes) or 'no known node'}"
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
     if kwargs.get("path"):
         return str(kwargs["path"])
