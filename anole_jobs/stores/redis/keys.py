@@ -57,6 +57,26 @@ has ``wf step srepr deps waiting ignore rdelay cby``: its workflow, name (and th
 repr, for error messages), its dependencies' ids (comma-separated), how many it still waits for,
 ``1`` when it ignores failures, its delay from readiness (microseconds) and the dependency whose
 failure cancelled it.
+
+Redis Cluster (`cluster.RedisClusterStore`). On one node the layout above is used as it is
+(nothing below changes a key of it). On a cluster the same names are used under another prefix:
+
+- the keys of the queues of hash slot ``s`` (everything above that names a queue, a job, a
+  state, a workflow, the counts, pauses, limits and statistics) are under
+  ``P{<slot_tag(s)>}``: `slot_tag` is ``"<s>-<n>"`` with the first hex ``n`` that hashes to
+  ``s``, and a queue's slot is the slot of its name (`queue_slot`, Redis's rule, so a ``{tag}``
+  in queue names groups queues). ``waiting``, ``running``, ``counts``... are then per slot;
+- ``leader``, ``workers``, ``worker_expiry``, ``next_id`` (the cluster-wide id counter), the
+  cron entries recorded without a job, and ``queues`` (a set of every queue that has had a job,
+  a pause or a limit) are under ``P{g}`` (`GLOBAL_TAG`); cron entries recorded with a job are
+  in the slot of the job's queue (the cluster store merges them);
+- a job id is ``sequence * SLOTS + slot`` (`job_slot`), ``sequence`` from the global
+  ``next_id``, reserved by the caller before the insert script (which gets the first id after
+  a NUL in ARGV[1], see `LUA`): ids grow in enqueue order across slots, and a job's keys are
+  found from its id alone.
+
+A script on a cluster declares one key, the slot's prefix, so the client sends it to the
+slot's master, and every key it builds shares that prefix's hash tag.
 """
 
 from __future__ import annotations
