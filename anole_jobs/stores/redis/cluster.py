@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import contextvars
+import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -102,6 +103,7 @@ class RedisClusterStore(RedisStore):
             raise ConfigurationError(problem)
         self._registered: set[str] = set()
         self._workflow_slots: OrderedDict[str, int] = OrderedDict()
+        self._workflow_lock = threading.Lock()
         super().__init__(client, key_prefix=key_prefix, alias=alias)
         base = self.base_keys
         self.channel = base.channel(self.db)
@@ -319,7 +321,8 @@ class RedisClusterStore(RedisStore):
         self, workflow: NewWorkflow, steps: Sequence[NewStep], *, last: bool, now: datetime
     ) -> builtins.list[int]:
         if not steps:
-            slot = self._workflow_slots.get(workflow.id)
+            with self._workflow_lock:
+                slot = self._workflow_slots.get(workflow.id)
             if slot is None:
                 return []
         else:
@@ -330,8 +333,10 @@ class RedisClusterStore(RedisStore):
 
     def _check_workflow_slot(self, workflow: NewWorkflow, steps: Sequence[NewStep]) -> int:
         first = steps[0].job.queue
-        slot = self._workflow_slots.get(workflow.id, queue_slot(first))
-        where = {first: slot} if workflow.id not in self._workflow_slots else {}
+        with self._workflow_lock:
+            known = self._workflow_slots.get(workflow.id)
+        slot = queue_slot(first) if known is None else known
+        where = {first: slot} if known is None else {}
         for step in steps:
             if queue_slot(step.job.queue) != slot:
                 where.setdefault(step.job.queue, queue_slot(step.job.queue))
@@ -348,10 +353,11 @@ class RedisClusterStore(RedisStore):
                         f"is in another hash slot than the workflow (slot {job_slot(dep)}, "
                         f"not {slot})"
                     )
-        self._workflow_slots[workflow.id] = slot
-        self._workflow_slots.move_to_end(workflow.id)
-        while len(self._workflow_slots) > WORKFLOW_MEMORY:
-            self._workflow_slots.popitem(last=False)
+        with self._workflow_lock:
+            self._workflow_slots[workflow.id] = slot
+            self._workflow_slots.move_to_end(workflow.id)
+            while len(self._workflow_slots) > WORKFLOW_MEMORY:
+                self._workflow_slots.popitem(last=False)
         return slot
 
     def _workflow_slot(self, workflow_id: str) -> int | None:
