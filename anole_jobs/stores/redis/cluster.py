@@ -47,7 +47,7 @@ from anole_jobs.stores.base import (
     WorkflowRow,
 )
 from anole_jobs.stores.redis.keys import SLOTS, Keys, job_slot, queue_slot
-from anole_jobs.stores.redis.store import RedisStore, _text
+from anole_jobs.stores.redis.store import INSERT_STATES, RedisStore, _text
 from anole_jobs.stores.redis.unavailable import read_failed
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 
@@ -174,8 +174,9 @@ class RedisClusterStore(RedisStore):
     def insert(self, jobs: Sequence[NewJob]) -> builtins.list[Inserted]:
         if not jobs:
             return []
-        for job in jobs:  # the errors of a bad job before anything is reserved
-            self._new_job_args(job)
+        for job in jobs:  # the error of a bad job before anything is reserved
+            if job.state not in INSERT_STATES or not job.queue or not job.kind:
+                self._new_job_args(job)  # raises it
         seq = self._reserve({job.queue for job in jobs}, len(jobs))
         results: builtins.list[Inserted] = []
         # One script per run of consecutive jobs of one slot: ids then grow in batch order.
@@ -261,15 +262,9 @@ class RedisClusterStore(RedisStore):
 
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
         queues = list(queues)
-        if not queues:
-            return {}
-        pipe = self.client.pipeline(transaction=False)
-        for queue in queues:
-            pipe.smembers(self.base_keys.for_queue(queue).available_kinds(queue))
-        try:
-            members = pipe.execute()
-        except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise read_failed("smembers", exc, self.client) from exc
+        members = self._pipelined(
+            "smembers", [self.base_keys.for_queue(q).available_kinds(q) for q in queues]
+        )
         return {
             queue: {_text(kind) for kind in kinds}
             for queue, kinds in zip(queues, members, strict=True)
@@ -309,12 +304,28 @@ class RedisClusterStore(RedisStore):
         return records[: max(0, min(filter.limit, LIST_LIMIT_MAX))]
 
     def counts(self) -> dict[str, dict[str, int]]:
+        # One pipeline over the slots (the client sends each master its part).
+        hashes = self._pipelined("hgetall", [keys.counts() for keys in self._slots()])
         counts: dict[str, dict[str, int]] = {}
-        for keys in self._slots():
-            with self._at(keys):
-                for queue, states in super().counts().items():
-                    counts.setdefault(queue, {}).update(states)
+        for found in hashes:
+            for field, value in found.items():
+                state, _, queue = _text(field).partition(":")
+                n = int(value)
+                if n > 0:
+                    counts.setdefault(queue, {})[state] = n
         return counts
+
+    def _pipelined(self, command: str, keys: builtins.list[str]) -> builtins.list[Any]:
+        """`command key` for each of `keys`, in one pipeline."""
+        if not keys:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            getattr(pipe, command)(key)
+        try:
+            return list(pipe.execute())
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise read_failed(command, exc, self.client) from exc
 
     # -- workflows: every step of one workflow in queues of one slot ---------------------------
     def insert_workflow(
@@ -363,15 +374,7 @@ class RedisClusterStore(RedisStore):
     def _workflow_slot(self, workflow_id: str) -> int | None:
         """The slot of workflow `workflow_id`, looked up in every slot of the known queues."""
         slots = self._slots()
-        if not slots:
-            return None
-        pipe = self.client.pipeline(transaction=False)
-        for keys in slots:
-            pipe.exists(keys.workflow(workflow_id))
-        try:
-            found = pipe.execute()
-        except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise read_failed("exists", exc, self.client) from exc
+        found = self._pipelined("exists", [keys.workflow(workflow_id) for keys in slots])
         for keys, exists in zip(slots, found, strict=True):
             if exists:
                 return int(keys.prefix.rsplit("{", 1)[1].split("-", 1)[0])
