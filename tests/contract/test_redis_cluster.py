@@ -186,6 +186,30 @@ def test_the_eviction_check_reads_every_master(env, redis_cluster, settings):
 def test_a_lost_connection_names_the_cluster(env, redis_cluster):
     from anole_jobs.stores.redis.unavailable import address
 
+    # Before the first command the client knows the node it starts from; then every master.
+    assert address(env.store.client) == f"the Redis Cluster at 127.0.0.1:{redis_cluster.ports[0]}"
+    env.jobs.counts()
     text = address(env.store.client)
     assert text.startswith("the Redis Cluster at ")
     assert all(f"127.0.0.1:{port}" in text for port in redis_cluster.ports)
+
+
+def test_opening_does_not_connect_and_a_cluster_down_is_store_unavailable(env, settings):
+    from anole_jobs import conf
+    from anole_jobs.errors import StoreUnavailable
+    from anole_jobs.stores import open_store
+    from tests.support.network import free_port
+
+    port = free_port()  # nothing listens there
+    settings.CACHES = {
+        **settings.CACHES,
+        "cluster_down": {
+            **settings.CACHES["jobs_cluster"],
+            "LOCATION": f"redis://127.0.0.1:{port}/0",
+        },
+    }
+    store = open_store(conf.parse({"STORE": {"redis": "cluster_down"}, "KEY_PREFIX": "down:"}))
+    assert isinstance(store, RedisClusterStore)
+    with pytest.raises(StoreUnavailable) as caught:
+        store.counts()
+    assert f"the Redis Cluster at 127.0.0.1:{port}" in str(caught.value)

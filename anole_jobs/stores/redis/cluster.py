@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlparse
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -72,11 +73,9 @@ _ROUTE: contextvars.ContextVar[tuple[Keys, int | None] | None] = contextvars.Con
 
 
 def is_cluster_client(client: Any) -> bool:
-    try:
-        from redis.cluster import RedisCluster
-    except ImportError:  # pragma: no cover - every supported redis-py has it
-        return False
-    return isinstance(client, RedisCluster)
+    from redis.cluster import RedisCluster
+
+    return isinstance(client, (RedisCluster, LazyRedisCluster))
 
 
 def check_prefix(prefix: str) -> str | None:
@@ -466,6 +465,49 @@ def _merge_cron(a: CronState | None, b: CronState) -> CronState:
     )
 
 
+class LazyRedisCluster:
+    """A `redis.cluster.RedisCluster` made on first use: making one connects (to learn the
+    cluster's nodes), and opening the store must not. While no node answers, every use raises
+    redis-py's `ConnectionError`, which the store reports as `StoreUnavailable` like any
+    connection error; the next use tries again."""
+
+    #: Read by `RedisStore` for the database number (a cluster has database 0 only).
+    connection_pool = None
+
+    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
+        self.url = url
+        self._kwargs = kwargs
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    def client(self) -> Any:
+        if self._client is None:
+            from redis.cluster import RedisCluster
+            from redis.exceptions import RedisClusterException
+
+            with self._lock:
+                if self._client is None:
+                    try:
+                        self._client = RedisCluster.from_url(self.url, **self._kwargs)
+                    except RedisClusterException as exc:
+                        raise RedisConnectionError(
+                            f"Error connecting to the Redis Cluster at {self.where()}. {exc}"
+                        ) from exc
+        return self._client
+
+    def where(self) -> str:
+        """The node the client starts from, as ``host:port``."""
+        parsed = urlparse(self.url)
+        return f"{parsed.hostname or 'localhost'}:{parsed.port or 6379}"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client(), name)
+
+
 class ClusterConnectionFactory:
     """A django-redis connection factory (``OPTIONS["CONNECTION_FACTORY"]``) whose clients are
     `redis.cluster.RedisCluster`: LOCATION names one or more nodes of the cluster (comma
@@ -475,8 +517,6 @@ class ClusterConnectionFactory:
         self.options = options
 
     def connect(self, url: str) -> Any:
-        from redis.cluster import RedisCluster
-
         kwargs: dict[str, Any] = dict(self.options.get("REDIS_CLIENT_KWARGS", {}))
         for option, name in (
             ("PASSWORD", "password"),
@@ -486,7 +526,8 @@ class ClusterConnectionFactory:
         ):
             if self.options.get(option) is not None:
                 kwargs[name] = self.options[option]
-        return RedisCluster.from_url(url, **kwargs)
+        return LazyRedisCluster(url, kwargs)
 
     def disconnect(self, connection: Any) -> None:
-        connection.close()
+        if connection.connected:
+            connection.close()

@@ -34,6 +34,8 @@ _WRITES: dict[str, tuple[str, str, str]] = {
 
 def address(client: Any) -> str:
     """Where `client` connects, as a person writes it: ``host:port`` or the socket path."""
+    if getattr(client, "connected", True) is False:  # a Redis Cluster not reached yet
+        return f"the Redis Cluster at {client.where()}"
     if hasattr(client, "get_primaries"):  # a Redis Cluster: its masters
         nodes = [f"{node.host}:{node.port}" for node in client.get_primaries()]
         return f"the Redis Cluster at {', '.join(nodes) or 'no known node'}"
