@@ -213,3 +213,30 @@ def test_opening_does_not_connect_and_a_cluster_down_is_store_unavailable(env, s
     with pytest.raises(StoreUnavailable) as caught:
         store.counts()
     assert f"the Redis Cluster at 127.0.0.1:{port}" in str(caught.value)
+
+
+def test_a_slot_the_cluster_cannot_serve_is_store_unavailable(env, monkeypatch):
+    from redis.exceptions import ClusterDownError, SlotNotCoveredError
+
+    from anole_jobs.errors import StoreUnavailable
+
+    env.jobs.enqueue(Work())
+    client = env.store.client.client()
+
+    def down(*args, **kwargs):
+        raise ClusterDownError("CLUSTERDOWN The cluster is down")
+
+    monkeypatch.setattr(client, "evalsha", down)
+    with pytest.raises(
+        StoreUnavailable, match="^enqueue failed: .*; the job was not stored"
+    ) as caught:
+        env.jobs.enqueue(Work())
+    assert "could not serve the command (CLUSTERDOWN The cluster is down)" in str(caught.value)
+
+    def uncovered(*args, **kwargs):
+        raise SlotNotCoveredError("slot 5 is not covered")
+
+    monkeypatch.setattr(client, "hgetall", uncovered)
+    job = env.jobs.list()[0]
+    with pytest.raises(StoreUnavailable, match="HGETALL"):
+        env.store.get(job.id)

@@ -49,7 +49,7 @@ from anole_jobs.stores.base import (
 )
 from anole_jobs.stores.redis.keys import SLOTS, Keys, job_slot, queue_slot
 from anole_jobs.stores.redis.store import INSERT_STATES, RedisStore, _text
-from anole_jobs.stores.redis.unavailable import read_failed
+from anole_jobs.stores.redis.unavailable import CLUSTER_ERRORS, read_failed, write_failed
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 
 __all__ = ["ClusterConnectionFactory", "RedisClusterStore", "is_cluster_client"]
@@ -142,7 +142,16 @@ class RedisClusterStore(RedisStore):
         else:  # a bug here, not a user error: the data of that script would be looked up nowhere
             raise AssertionError(f"the cluster store sent script {script!r} to no slot")
         prefix = keys.prefix if first_id is None else f"{keys.prefix}\0{first_id}"
-        return self.scripts.call(script, prefix, *args, route=keys.prefix)
+        try:
+            return self.scripts.call(script, prefix, *args, route=keys.prefix)
+        except CLUSTER_ERRORS as exc:
+            raise write_failed(script, exc, self.client) from exc
+
+    def _read(self, method: str, *args: object) -> Any:
+        try:
+            return super()._read(method, *args)
+        except CLUSTER_ERRORS as exc:
+            raise read_failed(method, exc, self.client) from exc
 
     def _register(self, queues: Collection[str]) -> None:
         """Add `queues` to the known queues (once per queue and process)."""
@@ -323,7 +332,7 @@ class RedisClusterStore(RedisStore):
             getattr(pipe, command)(key)
         try:
             return list(pipe.execute())
-        except (RedisConnectionError, RedisTimeoutError) as exc:
+        except (RedisConnectionError, RedisTimeoutError, *CLUSTER_ERRORS) as exc:
             raise read_failed(command, exc, self.client) from exc
 
     # -- workflows: every step of one workflow in queues of one slot ---------------------------
