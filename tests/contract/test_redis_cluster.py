@@ -233,6 +233,8 @@ def test_a_slot_the_cluster_cannot_serve_is_store_unavailable(env, monkeypatch):
         env.jobs.enqueue(Work())
     assert "could not serve the command (CLUSTERDOWN The cluster is down)" in str(caught.value)
 
+    monkeypatch.undo()
+
     def uncovered(*args, **kwargs):
         raise SlotNotCoveredError("slot 5 is not covered")
 
