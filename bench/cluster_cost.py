@@ -8,8 +8,11 @@ see the same machine load. Each round, for each store (one node, then the cluste
 reverse every other round), it times `store.insert` of `--jobs` jobs in batches of 1,000 in
 one queue (what `enqueue_many` does), `--singles` single `store.insert` calls (one `enqueue`
 each), claim 10 + finish rounds over the batch's jobs (a worker's two calls), and `counts()`
-with jobs in 8 queues; then deletes the keys. It prints the median of each per store and the
-ratio cluster ÷ one node per round (min–max). Needs `redis-server` and `redis-cli`.
+with jobs in 8 queues; then deletes the keys. Each is timed in wall time and in this
+process's CPU time (less sensitive to a loaded machine), and the commands the servers
+processed are counted for single inserts and `counts()` (exact whatever the load). It prints
+the median of each per store and the ratio cluster ÷ one node per round (min–max). Needs
+`redis-server` and `redis-cli`.
 """
 
 from __future__ import annotations
@@ -58,18 +61,27 @@ def job(queue: str, n: int) -> NewJob:
     )
 
 
-def measure(store: Any, jobs: int, singles: int) -> dict[str, float]:
+def commands(nodes: list[Any]) -> int:
+    """Commands the servers processed so far (less the INFO calls that read it)."""
+    return sum(int(node.info("stats")["total_commands_processed"]) for node in nodes)
+
+
+def measure(store: Any, jobs: int, singles: int, nodes: list[Any]) -> dict[str, float]:
     out: dict[str, float] = {}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for first in range(0, jobs, 1000):
         store.insert([job("bench", n) for n in range(first, min(jobs, first + 1000))])
     out["insert batch µs/job"] = (time.perf_counter() - start) / jobs * 1e6
-    start = time.perf_counter()
+    out["insert batch CPU µs/job"] = (time.process_time() - cpu) / jobs * 1e6
+    before = commands(nodes)
+    start, cpu = time.perf_counter(), time.process_time()
     for n in range(singles):
         store.insert([job("single", n)])
     out["insert one µs/job"] = (time.perf_counter() - start) / singles * 1e6
+    out["insert one CPU µs/job"] = (time.process_time() - cpu) / singles * 1e6
+    out["insert one commands"] = (commands(nodes) - before - len(nodes)) / singles
     lease = T0 + timedelta(seconds=30)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     done = 0
     while done < jobs:
         claimed = store.claim("bench", kinds=None, limit=10, now=T0, lease_until=lease, worker="b")
@@ -85,12 +97,15 @@ def measure(store: Any, jobs: int, singles: int) -> dict[str, float]:
     if done != jobs:
         raise AssertionError(f"claimed {done} of {jobs} jobs")
     out["claim+finish µs/job"] = (time.perf_counter() - start) / done * 1e6
+    out["claim+finish CPU µs/job"] = (time.process_time() - cpu) / done * 1e6
     for q in range(8):
         store.insert([job(f"counted{q}", n) for n in range(10)])
+    before = commands(nodes)
     start = time.perf_counter()
     for _ in range(20):
         store.counts()
     out["counts() ms"] = (time.perf_counter() - start) / 20 * 1e3
+    out["counts() commands"] = (commands(nodes) - before - len(nodes)) / 20
     return out
 
 
@@ -123,11 +138,11 @@ def main() -> None:
                 prefix = f"bench{round_}:"
                 if name == "one node":
                     store: Any = RedisStore(single_client, key_prefix=prefix)
-                    got[name] = measure(store, options.jobs, options.singles)
+                    got[name] = measure(store, options.jobs, options.singles, [single_client])
                     clean([single_client], prefix)
                 else:
                     store = RedisClusterStore(cluster_client, key_prefix=prefix)
-                    got[name] = measure(store, options.jobs, options.singles)
+                    got[name] = measure(store, options.jobs, options.singles, nodes)
                     clean(nodes, prefix)
                 for figure, value in got[name].items():
                     figures[name].setdefault(figure, []).append(value)
@@ -139,12 +154,12 @@ def main() -> None:
                 f"round {round_ + 1}: " + ", ".join(f"{f} {r[-1]:.2f}x" for f, r in ratios.items())
             )
         print(f"\n{options.rounds} rounds, {options.jobs} jobs, {options.singles} single inserts")
-        print(f"{'figure':<22} {'one node':>10} {'cluster':>10}  cluster ÷ one node (min–max)")
+        print(f"{'figure':<26} {'one node':>10} {'cluster':>10}  cluster ÷ one node (min–max)")
         for figure, values in ratios.items():
             one = statistics.median(figures["one node"][figure])
             many = statistics.median(figures["cluster"][figure])
             print(
-                f"{figure:<22} {one:>10.1f} {many:>10.1f}  {statistics.median(values):.2f}x "
+                f"{figure:<26} {one:>10.1f} {many:>10.1f}  {statistics.median(values):.2f}x "
                 f"({min(values):.2f}–{max(values):.2f})"
             )
     finally:

@@ -102,7 +102,8 @@ class RedisClusterStore(RedisStore):
             raise ConfigurationError(problem)
         self._registered: set[str] = set()
         self._workflow_slots: OrderedDict[str, int] = OrderedDict()
-        self._workflow_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._turn = 0
         super().__init__(client, key_prefix=key_prefix, alias=alias)
         base = self.base_keys
         self.channel = base.channel(self.db)
@@ -175,8 +176,16 @@ class RedisClusterStore(RedisStore):
         slots = sorted({queue_slot(queue) for queue in self.known_queues()})
         return [self.base_keys.at_slot(slot) for slot in slots]
 
-    def slot_of_queue(self, queue: str) -> int:
-        return queue_slot(queue)
+    def _slots_in_turn(self) -> builtins.list[Keys]:
+        """`_slots`, starting one slot later at each call: a slot with more due work than one
+        call's limit never keeps the others waiting."""
+        slots = self._slots()
+        if not slots:
+            return slots
+        with self._lock:
+            self._turn = (self._turn + 1) % len(slots)
+            turn = self._turn
+        return slots[turn:] + slots[:turn]
 
     # -- enqueueing ---------------------------------------------------------------------------
     def insert(self, jobs: Sequence[NewJob]) -> builtins.list[Inserted]:
@@ -243,7 +252,7 @@ class RedisClusterStore(RedisStore):
     # -- maintenance --------------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
         total = 0
-        for keys in self._slots():
+        for keys in self._slots_in_turn():
             if total >= limit:
                 break
             with self._at(keys):
@@ -252,7 +261,7 @@ class RedisClusterStore(RedisStore):
 
     def rescue(self, *, now: datetime, limit: int = 10_000) -> builtins.list[Rescued]:
         rescued: builtins.list[Rescued] = []
-        for keys in self._slots():
+        for keys in self._slots_in_turn():
             if len(rescued) >= limit:
                 break
             with self._at(keys):
@@ -340,7 +349,7 @@ class RedisClusterStore(RedisStore):
         self, workflow: NewWorkflow, steps: Sequence[NewStep], *, last: bool, now: datetime
     ) -> builtins.list[int]:
         if not steps:
-            with self._workflow_lock:
+            with self._lock:
                 slot = self._workflow_slots.get(workflow.id)
             if slot is None:
                 return []
@@ -352,7 +361,7 @@ class RedisClusterStore(RedisStore):
 
     def _check_workflow_slot(self, workflow: NewWorkflow, steps: Sequence[NewStep]) -> int:
         first = steps[0].job.queue
-        with self._workflow_lock:
+        with self._lock:
             known = self._workflow_slots.get(workflow.id)
         slot = queue_slot(first) if known is None else known
         where = {first: slot} if known is None else {}
@@ -372,7 +381,7 @@ class RedisClusterStore(RedisStore):
                         f"is in another hash slot than the workflow (slot {job_slot(dep)}, "
                         f"not {slot})"
                     )
-        with self._workflow_lock:
+        with self._lock:
             self._workflow_slots[workflow.id] = slot
             self._workflow_slots.move_to_end(workflow.id)
             while len(self._workflow_slots) > WORKFLOW_MEMORY:
