@@ -242,3 +242,16 @@ def test_a_slot_the_cluster_cannot_serve_is_store_unavailable(env, monkeypatch):
     job = env.jobs.list()[0]
     with pytest.raises(StoreUnavailable, match="HGETALL"):
         env.store.get(job.id)
+
+
+def test_staging_takes_the_slots_in_turn(env, redis_cluster):
+    first, second = list(queues_on_distinct_masters(redis_cluster, 2))
+    for queue in (first, second):
+        for _ in range(2):
+            env.jobs.enqueue(Work(), queue=queue, delay=timedelta(seconds=5))
+    env.clock.advance(timedelta(seconds=6))
+    now = env.clock()
+    # A limit of one job per call: the second call starts at the other slot.
+    assert env.store.stage(now=now, limit=1) + env.store.stage(now=now, limit=1) == 2
+    counts = env.jobs.counts()
+    assert counts[first].get("available") == counts[second].get("available") == 1
