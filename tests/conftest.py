@@ -332,7 +332,7 @@ def base_anole_settings(name: str, clock: FakeClock) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def redis_cluster(tmp_path_factory: Any) -> Iterator[Any]:
+def local_redis_cluster(tmp_path_factory: Any) -> Iterator[Any]:
     """A local Redis Cluster of three masters for the session; skipped (or failed, when
     ANOLE_TEST_REQUIRE names redis) where redis-server or redis-cli is missing."""
     from tests.support.redis_cluster import RedisCluster, cluster_unavailable
@@ -373,7 +373,7 @@ def env(request: Any, settings: Any, clock: FakeClock, recorder: Any) -> Iterato
     name = request.param
     cluster = None
     if name == "redis_cluster":
-        cluster = request.getfixturevalue("redis_cluster")
+        cluster = request.getfixturevalue("local_redis_cluster")
         settings.CACHES = {**settings.CACHES, CLUSTER_ALIAS: cluster_cache(cluster)}
     settings.ANOLE_JOBS = base_anole_settings(name, clock)
     store_env = StoreEnv(name=name, jobs=jobs_facade, clock=clock, settings=settings)

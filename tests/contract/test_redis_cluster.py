@@ -42,15 +42,15 @@ def queues_on_distinct_masters(cluster: Any, n: int = 3) -> dict[str, int]:
     raise AssertionError("no queue names found for every master")
 
 
-def test_queues_spread_over_the_masters_and_each_stays_in_its_slot(env, redis_cluster):
-    placed = queues_on_distinct_masters(redis_cluster)
+def test_queues_spread_over_the_masters_and_each_stays_in_its_slot(env, local_redis_cluster):
+    placed = queues_on_distinct_masters(local_redis_cluster)
     assert len(set(placed.values())) == 3
     enqueued = [(queue, env.jobs.enqueue(Work(tag=queue), queue=queue).id) for queue in placed]
     enqueued += [(queue, env.jobs.enqueue(Work(tag=queue), queue=queue).id) for queue in placed]
     store = env.store
     for queue, job_id in enqueued:
         assert job_id % SLOTS == queue_slot(queue)
-        node = node_client(redis_cluster, placed[queue])
+        node = node_client(local_redis_cluster, placed[queue])
         # The job hash and the queue's index live on the master of the queue's slot.
         assert node.exists(store.base_keys.for_queue(queue).job(job_id)) == 1
         assert node.zcard(store.base_keys.for_queue(queue).by_queue(queue)) == 2
@@ -67,8 +67,8 @@ def test_queues_spread_over_the_masters_and_each_stays_in_its_slot(env, redis_cl
     assert env.jobs.counts() == {queue: {"completed": 2} for queue in placed}
 
 
-def test_maintenance_runs_in_every_slot(env, redis_cluster):
-    placed = queues_on_distinct_masters(redis_cluster)
+def test_maintenance_runs_in_every_slot(env, local_redis_cluster):
+    placed = queues_on_distinct_masters(local_redis_cluster)
     env.configure(QUEUES={queue: {} for queue in placed})
     later = [env.jobs.enqueue(Work(), queue=q, delay=timedelta(seconds=30)) for q in placed]
     assert env.jobs.step().runs == []
@@ -78,8 +78,8 @@ def test_maintenance_runs_in_every_slot(env, redis_cluster):
     assert report.outcomes() == {job.id: "completed" for job in later}
 
 
-def test_a_workflow_across_slots_is_refused_with_the_way_out(env, redis_cluster):
-    placed = list(queues_on_distinct_masters(redis_cluster, 2))
+def test_a_workflow_across_slots_is_refused_with_the_way_out(env, local_redis_cluster):
+    placed = list(queues_on_distinct_masters(local_redis_cluster, 2))
     wf = Workflow("spread")
     a = wf.add(Step("a", "ok"), name="a", queue=placed[0])
     wf.add(Step("b", "ok"), name="b", after=[a], queue=placed[1])
@@ -122,8 +122,8 @@ def test_lua_and_python_agree_on_the_cluster_prefix(env):
     ]
 
 
-def test_key_slot_and_slot_tags_agree_with_the_server(env, redis_cluster):
-    node = node_client(redis_cluster, redis_cluster.ports[0])
+def test_key_slot_and_slot_tags_agree_with_the_server(env, local_redis_cluster):
+    node = node_client(local_redis_cluster, local_redis_cluster.ports[0])
     for name in ["mail", "{a}b", "a{b}{c}", "{}x", "x{}", "é", "{flow}import", "a}{b"]:
         assert key_slot(name) == node.cluster("keyslot", name), name
     for slot in [0, 1, 5461, 5462, 10922, 10923, SLOTS - 1, queue_slot("mail")]:
@@ -139,10 +139,10 @@ def test_the_global_keys_have_a_slot_of_their_own(env):
     assert store.client.get(store.global_keys.leader()).decode().startswith("a|")
 
 
-def test_scripts_come_back_after_a_script_flush_on_every_node(env, redis_cluster):
+def test_scripts_come_back_after_a_script_flush_on_every_node(env, local_redis_cluster):
     job = env.jobs.enqueue(Work())
-    for port in redis_cluster.ports:
-        node_client(redis_cluster, port).script_flush()
+    for port in local_redis_cluster.ports:
+        node_client(local_redis_cluster, port).script_flush()
     assert env.jobs.step().outcomes() == {job.id: "completed"}
 
 
@@ -169,29 +169,32 @@ def test_a_cluster_database_other_than_0_is_refused(env, settings):
     assert len(found) == 1 and "database 2" in found[0].msg
 
 
-def test_the_eviction_check_reads_every_master(env, redis_cluster, settings):
+def test_the_eviction_check_reads_every_master(env, local_redis_cluster, settings):
     from anole_jobs.stores.redis import check_redis_eviction
 
     assert check_redis_eviction("jobs_cluster") == []
-    evicting = node_client(redis_cluster, redis_cluster.ports[2])
+    evicting = node_client(local_redis_cluster, local_redis_cluster.ports[2])
     evicting.config_set("maxmemory-policy", "allkeys-lru")
     try:
         (warning,) = check_redis_eviction("jobs_cluster")
     finally:
         evicting.config_set("maxmemory-policy", "noeviction")
     assert warning.id == "anole_jobs.W002"
-    assert f"127.0.0.1:{redis_cluster.ports[2]} ('allkeys-lru')" in warning.msg
+    assert f"127.0.0.1:{local_redis_cluster.ports[2]} ('allkeys-lru')" in warning.msg
 
 
-def test_a_lost_connection_names_the_cluster(env, redis_cluster):
+def test_a_lost_connection_names_the_cluster(env, local_redis_cluster):
     from anole_jobs.stores.redis.unavailable import address
 
     # Before the first command the client knows the node it starts from; then every master.
-    assert address(env.store.client) == f"the Redis Cluster at 127.0.0.1:{redis_cluster.ports[0]}"
+    assert (
+        address(env.store.client)
+        == f"the Redis Cluster at 127.0.0.1:{local_redis_cluster.ports[0]}"
+    )
     env.jobs.counts()
     text = address(env.store.client)
     assert text.startswith("the Redis Cluster at ")
-    assert all(f"127.0.0.1:{port}" in text for port in redis_cluster.ports)
+    assert all(f"127.0.0.1:{port}" in text for port in local_redis_cluster.ports)
 
 
 def test_opening_does_not_connect_and_a_cluster_down_is_store_unavailable(env, settings):
@@ -244,8 +247,8 @@ def test_a_slot_the_cluster_cannot_serve_is_store_unavailable(env, monkeypatch):
         env.store.get(job.id)
 
 
-def test_staging_takes_the_slots_in_turn(env, redis_cluster):
-    first, second = list(queues_on_distinct_masters(redis_cluster, 2))
+def test_staging_takes_the_slots_in_turn(env, local_redis_cluster):
+    first, second = list(queues_on_distinct_masters(local_redis_cluster, 2))
     for queue in (first, second):
         for _ in range(2):
             env.jobs.enqueue(Work(), queue=queue, delay=timedelta(seconds=5))

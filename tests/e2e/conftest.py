@@ -499,7 +499,7 @@ def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
 
         from anole_jobs.stores.redis.cluster import RedisClusterStore
 
-        cluster = request.getfixturevalue("redis_cluster")
+        cluster = request.getfixturevalue("local_redis_cluster")
         prefix = f"anole-e2e:{RUN_ID}:{uuid.uuid4().hex[:8]}:"
         env["ANOLE_E2E_REDIS"] = cluster.urls[0]
         env["ANOLE_E2E_KEY_PREFIX"] = prefix
@@ -532,6 +532,6 @@ def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
         if prefix is not None and name == "redis_cluster":
             from anole_jobs.stores.redis.keys import Keys
 
-            request.getfixturevalue("redis_cluster").delete(Keys(prefix).pattern())
+            request.getfixturevalue("local_redis_cluster").delete(Keys(prefix).pattern())
         elif prefix is not None:
             _flush_redis(prefix)

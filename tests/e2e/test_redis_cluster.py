@@ -30,10 +30,10 @@ def queues_on_distinct_masters(cluster: object) -> dict[str, int]:
 
 
 def test_runjobs_on_a_cluster_runs_every_shard_and_rescues_a_killed_run(
-    cluster_backend: Backend, redis_cluster: object
+    cluster_backend: Backend, local_redis_cluster: object
 ) -> None:
     backend = cluster_backend
-    placed = queues_on_distinct_masters(redis_cluster)
+    placed = queues_on_distinct_masters(local_redis_cluster)
     assert len(set(placed.values())) == 3  # three queues, three masters
     queues = ",".join(placed)
     workers = [backend.spawn(QUEUES=queues) for _ in range(2)]
