@@ -258,3 +258,20 @@ def test_staging_takes_the_slots_in_turn(env, local_redis_cluster):
     assert env.store.stage(now=now, limit=1) + env.store.stage(now=now, limit=1) == 2
     counts = env.jobs.counts()
     assert counts[first].get("available") == counts[second].get("available") == 1
+
+
+def test_a_unique_key_holds_within_one_slot(env, local_redis_cluster):
+    from anole_jobs import Unique
+
+    first, second = list(queues_on_distinct_masters(local_redis_cluster, 2))
+    unique = Unique(key="report-42")
+    one = env.jobs.enqueue(Work(), queue=first, unique=unique)
+    again = env.jobs.enqueue(Work(), queue=first, unique=unique)
+    assert (one.inserted, again.inserted, again.id) == (True, False, one.id)
+    # Another slot does not see the key (docs/deployment.md: a unique key holds within a slot).
+    elsewhere = env.jobs.enqueue(Work(), queue=second, unique=unique)
+    assert elsewhere.inserted and elsewhere.id != one.id
+    # Queues under one hash tag share a slot, so a key holds across them.
+    tagged = env.jobs.enqueue(Work(), queue="{t}a", unique=Unique(key="k"))
+    assert not env.jobs.enqueue(Work(), queue="{t}b", unique=Unique(key="k")).inserted
+    assert tagged.inserted

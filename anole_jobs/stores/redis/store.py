@@ -12,6 +12,9 @@ write after a connection error: the command may have run, and a blind retry coul
 twice. Connections the pool finds dead are replaced by redis-py before a command is sent; an
 error mid-command surfaces as `StoreUnavailable`, and at-least-once delivery (leases, rescue)
 covers whatever was half done.
+
+Every script is called through `RedisStore._run`: on a Redis Cluster, `cluster.RedisClusterStore`
+sends each one to its slot there.
 """
 
 from __future__ import annotations
