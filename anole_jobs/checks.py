@@ -119,6 +119,11 @@ def _store_extras(settings: conf.Settings) -> list[checks.CheckMessage]:
                     id="anole_jobs.E012",
                 )
             )
+        else:
+            from anole_jobs.stores.redis import check_cluster
+
+            if settings.store.alias is not None:
+                messages.extend(check_cluster(settings.store.alias, settings.key_prefix))
     return messages
 
 

@@ -305,7 +305,11 @@ STORE_PARAMS = [
         ],
     ),
     pytest.param("redis", id="redis", marks=pytest.mark.needs("redis")),
+    # A local 3-master Redis Cluster the session starts (tests/support/redis_cluster.py).
+    pytest.param("redis_cluster", id="redis_cluster"),
 ]
+#: The cache alias of the Redis Cluster the tests start.
+CLUSTER_ALIAS = "jobs_cluster"
 
 
 def base_anole_settings(name: str, clock: FakeClock) -> dict[str, Any]:
@@ -314,6 +318,7 @@ def base_anole_settings(name: str, clock: FakeClock) -> dict[str, Any]:
         "sqlite": {"database": "default"},
         "postgres": {"database": "pg"},
         "redis": {"redis": "jobs"},
+        "redis_cluster": {"redis": CLUSTER_ALIAS},
     }[name]
     config: dict[str, Any] = {
         "STORE": store,
@@ -321,9 +326,37 @@ def base_anole_settings(name: str, clock: FakeClock) -> dict[str, Any]:
         "CLOCK": clock,
         "QUEUES": {"default": {}, "mail": {"concurrency": 4}},
     }
-    if name == "redis":
+    if name in ("redis", "redis_cluster"):
         config["KEY_PREFIX"] = f"anole-test:{uuid.uuid4().hex[:12]}:"
     return config
+
+
+@pytest.fixture(scope="session")
+def local_redis_cluster(tmp_path_factory: Any) -> Iterator[Any]:
+    """A local Redis Cluster of three masters for the session; skipped (or failed, when
+    ANOLE_TEST_REQUIRE names redis) where redis-server or redis-cli is missing."""
+    from tests.support.redis_cluster import RedisCluster, cluster_unavailable
+
+    reason = cluster_unavailable()
+    if reason is not None:
+        if "redis" in REQUIRED:
+            pytest.fail(f"ANOLE_TEST_REQUIRE names redis, but {reason}", pytrace=False)
+        pytest.skip(_skip_reason("redis", reason))
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def cluster_cache(cluster: Any) -> dict[str, Any]:
+    """The CACHES entry of the test cluster (django-redis with the cluster connection factory)."""
+    return {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": cluster.urls[0],
+        "OPTIONS": {"CONNECTION_FACTORY": "anole_jobs.stores.redis.ClusterConnectionFactory"},
+    }
 
 
 def _flush_redis(prefix: str) -> None:
@@ -338,9 +371,17 @@ def _flush_redis(prefix: str) -> None:
 @pytest.fixture(params=STORE_PARAMS)
 def env(request: Any, settings: Any, clock: FakeClock, recorder: Any) -> Iterator[StoreEnv]:
     name = request.param
+    cluster = None
+    if name == "redis_cluster":
+        cluster = request.getfixturevalue("local_redis_cluster")
+        settings.CACHES = {**settings.CACHES, CLUSTER_ALIAS: cluster_cache(cluster)}
     settings.ANOLE_JOBS = base_anole_settings(name, clock)
     store_env = StoreEnv(name=name, jobs=jobs_facade, clock=clock, settings=settings)
     yield store_env
     jobs_facade.reset()
     if name == "redis":
         _flush_redis(settings.ANOLE_JOBS["KEY_PREFIX"])
+    if cluster is not None:
+        from anole_jobs.stores.redis.keys import Keys
+
+        cluster.delete(Keys(settings.ANOLE_JOBS["KEY_PREFIX"]).pattern())

@@ -274,13 +274,15 @@ def newest_id() -> int | None:
 def search_page(listing: Listing, *, budget: int | None = None) -> Page:
     """One page of a search: windows of ids below `listing.after`, newest first, until the
     page is full or `budget` ids were looked at."""
-    budget = SEARCH_BUDGET if budget is None else budget
+    # Windows count jobs; a store whose ids are sparse (`id_stride`) widens them in ids.
+    stride = jobs.service.store.id_stride
+    budget = (SEARCH_BUDGET if budget is None else budget) * stride
     newest = newest_id()
     top = listing.after if listing.after is not None else (newest or 0) + 1
     floor, terms = top, search_terms(listing)
     found: list[JobRecord] = []
     while floor > 1 and top - floor < budget and len(found) <= listing.limit:
-        low = max(1, floor - SEARCH_WINDOW, top - budget)
+        low = max(1, floor - SEARCH_WINDOW * stride, top - budget)
         asked = min(listing.limit + 1 - len(found), LIST_LIMIT_MAX)
         records = jobs.list(
             state=listing.state,

@@ -314,6 +314,10 @@ class Store(ABC):
     #: The database alias whose `transaction.atomic` blocks this store's writes join, if any.
     atomic_alias: str | None = None
     name: str = "store"
+    #: How far apart the ids of two jobs enqueued one after the other are: 1 on every store but
+    #: the Redis Cluster one, whose ids also carry their hash slot. A search's id windows (a
+    #: number of jobs) are this many times wider in ids.
+    id_stride: int = 1
 
     # -- enqueueing ------------------------------------------------------------------------
     @abstractmethod

@@ -244,14 +244,19 @@ def take_store_down(env: Any) -> Iterator[None]:
                     patch.setattr(env.store, method, unavailable)
             yield
         return
-    if env.name == "redis":
+    if env.name in ("redis", "redis_cluster"):
         saved_caches, saved_jobs = env.settings.CACHES, env.settings.ANOLE_JOBS
+        cache = saved_caches[env.settings.ANOLE_JOBS["STORE"]["redis"]]
         env.settings.CACHES = {
             **saved_caches,
             "jobs_down": {
-                **saved_caches["jobs"],
+                **cache,
                 "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
-                "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1},
+                "OPTIONS": {
+                    **cache.get("OPTIONS", {}),
+                    "SOCKET_CONNECT_TIMEOUT": 1,
+                    "SOCKET_TIMEOUT": 1,
+                },
             },
         }
         env.configure(STORE={"redis": "jobs_down"})

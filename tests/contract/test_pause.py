@@ -20,7 +20,7 @@ from tests.contract.test_store_contract import claim_at
 from tests.sampleapp.jobs import Work
 
 #: The stores that tell other processes of new work (PostgreSQL NOTIFY, Redis PUBLISH).
-CROSS_PROCESS_WAKEUPS = ("postgres", "redis")
+CROSS_PROCESS_WAKEUPS = ("postgres", "redis", "redis_cluster")
 
 
 def other_instance(env):

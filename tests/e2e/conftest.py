@@ -483,6 +483,12 @@ def sqlite_backend(request: Any, tmp_path: Path) -> Iterator[Backend]:
 
 
 @pytest.fixture
+def cluster_backend(request: Any, tmp_path: Path) -> Iterator[Backend]:
+    """The Redis store on the session's local 3-master Redis Cluster."""
+    yield from _backend(request, "redis_cluster", tmp_path)
+
+
+@pytest.fixture
 def pg_backend(request: Any, tmp_path: Path) -> Iterator[Backend]:
     require("postgres")
     yield from _backend(request, "postgres", tmp_path)
@@ -507,6 +513,17 @@ def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
             " anole_jobs_worker"
         )
         reader = postgres_reader(pg)
+    elif name == "redis_cluster":
+        from redis.cluster import RedisCluster
+
+        from anole_jobs.stores.redis.cluster import RedisClusterStore
+
+        cluster = request.getfixturevalue("local_redis_cluster")
+        prefix = f"anole-e2e:{RUN_ID}:{uuid.uuid4().hex[:8]}:"
+        env["ANOLE_E2E_REDIS"] = cluster.urls[0]
+        env["ANOLE_E2E_KEY_PREFIX"] = prefix
+        redis_store = RedisClusterStore(RedisCluster.from_url(cluster.urls[0]), key_prefix=prefix)
+        reader = store_reader(redis_store)
     else:
         require("redis")
         from anole_jobs import conf
@@ -538,5 +555,9 @@ def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
             pg.close()
         if redis_store is not None:
             redis_store.close()
-        if prefix is not None:
+        if prefix is not None and name == "redis_cluster":
+            from anole_jobs.stores.redis.keys import Keys
+
+            request.getfixturevalue("local_redis_cluster").delete(Keys(prefix).pattern())
+        elif prefix is not None:
             _flush_redis(prefix)

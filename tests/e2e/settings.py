@@ -2,10 +2,12 @@
 commands `e2e_enqueue` / `e2e_jobs`). The store comes from environment variables that
 `tests/e2e/conftest.py` sets per test:
 
-    ANOLE_E2E_STORE        sqlite | postgres | redis
+    ANOLE_E2E_STORE        sqlite | postgres | redis | redis_cluster
     ANOLE_E2E_SQLITE       the SQLite file (the jobs store for sqlite; the default DB otherwise)
     ANOLE_E2E_PG_DB        the PostgreSQL database (postgres), created and dropped per session
-    ANOLE_E2E_REDIS        the Redis URL; ANOLE_E2E_KEY_PREFIX the KEY_PREFIX, unique per test
+    ANOLE_E2E_REDIS        the Redis URL (redis_cluster: a node of the cluster);
+                           ANOLE_E2E_KEY_PREFIX the KEY_PREFIX, unique per test
+    ANOLE_E2E_QUEUES       more queues (comma-separated), each of concurrency 2
     ANOLE_E2E_LEASE        LEASE in seconds (default 2: rescues come quickly)
     ANOLE_E2E_DRAIN        drain_timeout of the "default" queue in seconds (default 2)
     ANOLE_E2E_CONCURRENCY  concurrency of the "default" queue (default 4)
@@ -64,9 +66,13 @@ CACHES = {
         "LOCATION": os.environ.get("ANOLE_E2E_REDIS", "redis://127.0.0.1:6379/0"),
     },
 }
+if STORE == "redis_cluster":
+    CACHES["jobs"]["OPTIONS"] = {
+        "CONNECTION_FACTORY": "anole_jobs.stores.redis.ClusterConnectionFactory"
+    }
 
 ANOLE_JOBS = {
-    "STORE": {"redis": "jobs"} if STORE == "redis" else {"database": "default"},
+    "STORE": {"redis": "jobs"} if STORE.startswith("redis") else {"database": "default"},
     "LEASE": float(os.environ.get("ANOLE_E2E_LEASE", "2")),
     "QUEUES": {
         "default": {
@@ -80,6 +86,8 @@ ANOLE_JOBS = {
     "KEY_PREFIX": os.environ.get("ANOLE_E2E_KEY_PREFIX", "anole-e2e:"),
     "STARTUP_TIMEOUT": float(os.environ.get("ANOLE_E2E_STARTUP_TIMEOUT", "10")),
 }
+for _queue in filter(None, os.environ.get("ANOLE_E2E_QUEUES", "").split(",")):
+    ANOLE_JOBS["QUEUES"][_queue] = {"concurrency": 2, "drain_timeout": 1}
 if os.environ.get("ANOLE_E2E_LIMITS"):
     ANOLE_JOBS["QUEUES"]["default"].update(json.loads(os.environ["ANOLE_E2E_LIMITS"]))
 if os.environ.get("ANOLE_E2E_ERROR_REPORTER"):

@@ -9,6 +9,7 @@ django-redis. Anything else is refused with `ConfigurationError` (an
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlparse
 
 from django.core import checks
 from django.utils.module_loading import import_string
@@ -19,7 +20,12 @@ if TYPE_CHECKING:
     from anole_jobs.conf import Settings
     from anole_jobs.stores.redis.store import RedisStore
 
-__all__ = ["check_redis_eviction", "open_redis_store"]
+__all__ = [
+    "ClusterConnectionFactory",
+    "check_cluster",
+    "check_redis_eviction",
+    "open_redis_store",
+]
 
 
 def _redis_client(alias: str) -> Any:
@@ -54,8 +60,13 @@ def _redis_client(alias: str) -> Any:
     except NotImplementedError:
         raise ConfigurationError(
             f"cache {alias!r} uses a django-redis client with no single connection (sharded?); "
-            "the Redis jobs store needs one Redis node"
+            "the Redis jobs store needs one Redis node, or a Redis Cluster through "
+            "OPTIONS['CONNECTION_FACTORY'] = 'anole_jobs.stores.redis.ClusterConnectionFactory'"
         ) from None
+    from anole_jobs.stores.redis.cluster import is_cluster_client
+
+    if is_cluster_client(client):
+        return client
     if not hasattr(client, "evalsha") or not hasattr(client, "connection_pool"):
         raise ConfigurationError(
             f"cache {alias!r} gives a {type(client).__name__}, not a redis-py client; the Redis "
@@ -65,10 +76,69 @@ def _redis_client(alias: str) -> Any:
 
 
 def open_redis_store(alias: str, settings: Settings) -> RedisStore:
-    """The Redis store on cache `alias`, its keys under ``settings.key_prefix``."""
+    """The Redis store on cache `alias`, its keys under ``settings.key_prefix``: the cluster
+    store when the cache's client is a `redis.cluster.RedisCluster`."""
+    from anole_jobs.stores.redis.cluster import RedisClusterStore, is_cluster_client
     from anole_jobs.stores.redis.store import RedisStore
 
-    return RedisStore(_redis_client(alias), key_prefix=settings.key_prefix, alias=alias)
+    client = _redis_client(alias)
+    if is_cluster_client(client):
+        return RedisClusterStore(client, key_prefix=settings.key_prefix, alias=alias)
+    return RedisStore(client, key_prefix=settings.key_prefix, alias=alias)
+
+
+def __getattr__(name: str) -> Any:
+    # `ClusterConnectionFactory` is named in settings; imported on use (it needs redis-py).
+    if name == "ClusterConnectionFactory":
+        from anole_jobs.stores.redis.cluster import ClusterConnectionFactory
+
+        return ClusterConnectionFactory
+    raise AttributeError(name)
+
+
+#: The connection factory that makes a cache's client a Redis Cluster client.
+CLUSTER_FACTORY = "anole_jobs.stores.redis.ClusterConnectionFactory"
+
+
+def uses_cluster(alias: str) -> bool:
+    """Whether cache `alias` is set up for a Redis Cluster (read from CACHES; no connection)."""
+    from django.conf import settings as django_settings
+
+    options = getattr(django_settings, "CACHES", {}).get(alias, {}).get("OPTIONS") or {}
+    return options.get("CONNECTION_FACTORY") == CLUSTER_FACTORY
+
+
+def check_cluster(alias: str, key_prefix: str) -> list[checks.CheckMessage]:
+    """E017: a Redis Cluster the store cannot use as configured (read from the settings)."""
+    if not uses_cluster(alias):
+        return []
+    from django.conf import settings as django_settings
+
+    from anole_jobs.stores.redis.cluster import check_prefix
+
+    problems = []
+    problem = check_prefix(key_prefix)
+    if problem:
+        problems.append((problem, "choose a KEY_PREFIX without braces, e.g. 'anole:'"))
+    location_setting = django_settings.CACHES[alias].get("LOCATION") or ""
+    locations = (
+        location_setting.split(",") if isinstance(location_setting, str) else location_setting
+    )
+    for location in locations:
+        parsed = urlparse(str(location).strip())
+        database = parsed.path.strip("/") or parse_qs(parsed.query).get("db", [""])[0]
+        if database not in ("", "0"):
+            problems.append(
+                (
+                    f"cache {alias!r} names database {database} of a Redis Cluster, which has "
+                    "database 0 only",
+                    "end the LOCATION with /0 or no database",
+                )
+            )
+    return [
+        checks.Error(message, hint=f"{hint} (see docs/deployment.md)", id="anole_jobs.E017")
+        for message, hint in problems
+    ]
 
 
 def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
@@ -86,10 +156,12 @@ def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
         "set maxmemory-policy noeviction in redis.conf (or your provider's parameter group); "
         "keep the jobs in a Redis of their own if the cache needs eviction"
     )
+    from anole_jobs.stores.redis.cluster import is_cluster_client
+
     try:
-        policy = client.info("memory").get("maxmemory_policy")
-        if policy is None:
-            policy = client.config_get("maxmemory-policy").get("maxmemory-policy")
+        if is_cluster_client(client):  # every master holds jobs: each must keep them
+            return _cluster_eviction(client, alias, hint)
+        policy = _policy(client)
     except Exception as exc:  # a check reports, it never raises
         return [
             checks.Warning(
@@ -98,14 +170,38 @@ def check_redis_eviction(alias: str) -> list[checks.CheckMessage]:
                 id="anole_jobs.W002",
             )
         ]
-    if isinstance(policy, bytes):
-        policy = policy.decode()
     if policy == "noeviction":
         return []
     return [
         checks.Warning(
             f"Redis behind cache {alias!r} has maxmemory-policy {policy!r}: when memory runs "
             "out it may evict job keys, and an evicted job is lost",
+            hint=hint,
+            id="anole_jobs.W002",
+        )
+    ]
+
+
+def _policy(client: Any, **target: Any) -> str | None:
+    policy = client.info("memory", **target).get("maxmemory_policy")
+    if policy is None:
+        policy = client.config_get("maxmemory-policy", **target).get("maxmemory-policy")
+    return policy.decode() if isinstance(policy, bytes) else policy
+
+
+def _cluster_eviction(client: Any, alias: str, hint: str) -> list[checks.CheckMessage]:
+    evicting = []
+    for node in client.get_primaries():
+        policy = _policy(client, target_nodes=node)
+        if policy != "noeviction":
+            evicting.append(f"{node.host}:{node.port} ({policy!r})")
+    if not evicting:
+        return []
+    return [
+        checks.Warning(
+            f"Redis Cluster behind cache {alias!r} has masters whose maxmemory-policy is not "
+            f"noeviction: {', '.join(evicting)}; when memory runs out they may evict job keys, "
+            "and an evicted job is lost",
             hint=hint,
             id="anole_jobs.W002",
         )

@@ -57,10 +57,32 @@ has ``wf step srepr deps waiting ignore rdelay cby``: its workflow, name (and th
 repr, for error messages), its dependencies' ids (comma-separated), how many it still waits for,
 ``1`` when it ignores failures, its delay from readiness (microseconds) and the dependency whose
 failure cancelled it.
+
+Redis Cluster (`cluster.RedisClusterStore`). On one node the layout above is used as it is
+(nothing below changes a key of it). On a cluster the same names are used under another prefix:
+
+- the keys of the queues of hash slot ``s`` (everything above that names a queue, a job, a
+  state, a workflow, the counts, pauses, limits and statistics) are under
+  ``P{<slot_tag(s)>}``: `slot_tag` is ``"<s>-<n>"`` with the first hex ``n`` that hashes to
+  ``s``, and a queue's slot is the slot of its name (`queue_slot`, Redis's rule, so a ``{tag}``
+  in queue names groups queues). ``waiting``, ``running``, ``counts``... are then per slot;
+- ``leader``, ``workers``, ``worker_expiry``, ``next_id`` (the cluster-wide id counter), the
+  cron entries recorded without a job, and ``queues`` (a set of every queue that has had a job,
+  a pause or a limit) are under ``P{g}`` (`GLOBAL_TAG`); cron entries recorded with a job are
+  in the slot of the job's queue (the cluster store merges them);
+- a job id is ``sequence * SLOTS + slot`` (`job_slot`), ``sequence`` from the global
+  ``next_id``, reserved by the caller before the insert script (which gets the first id after
+  a NUL in ARGV[1], see `LUA`): ids grow in enqueue order across slots, and a job's keys are
+  found from its id alone.
+
+A script on a cluster declares one key, the slot's prefix, so the client sends it to the
+slot's master, and every key it builds shares that prefix's hash tag.
 """
 
 from __future__ import annotations
 
+import binascii
+import functools
 from datetime import UTC, datetime, timedelta
 
 from anole_jobs.stores.stats import RUNTIME_BUCKETS_MS, STATS_KEEP
@@ -71,6 +93,12 @@ EPOCH_SECONDS = 62_135_596_800
 TIME_WIDTH = 18
 #: Digits of a padded id in sorted-set members (int64 needs 19).
 ID_WIDTH = 19
+
+#: Hash slots of a Redis Cluster.
+SLOTS = 16_384
+#: The hash tag of the keys that belong to no queue on a cluster (leader, workers, cron entries
+#: recorded without a job, the known queues, the id counter).
+GLOBAL_TAG = "g"
 
 _ORIGIN = datetime(1, 1, 1, tzinfo=UTC)
 _MICROS_PER_DAY = 86_400 * 1_000_000
@@ -122,11 +150,67 @@ RECORD_FIELDS = (
 )
 
 
+def key_slot(name: str | bytes) -> int:
+    """The cluster hash slot of a key name, Redis's rule: CRC16 of the hash tag (the text
+    between the first ``{`` and the next ``}``, when not empty) or else of the whole name."""
+    raw = name.encode() if isinstance(name, str) else name
+    start = raw.find(b"{")
+    if start >= 0:
+        end = raw.find(b"}", start + 1)
+        if end > start + 1:
+            raw = raw[start + 1 : end]
+    return binascii.crc_hqx(raw, 0) % SLOTS
+
+
+def queue_slot(queue: str) -> int:
+    """The slot of a queue's keys on a cluster: the slot of its name as a key, so queues whose
+    names share a hash tag (``{orders}mail``, ``{orders}pay``) share a slot."""
+    return key_slot(queue)
+
+
+@functools.cache
+def slot_tag(slot: int) -> str:
+    """A hash tag of `slot`: ``"<slot>-<n>"`` with the first hex counter n that hashes there (the
+    slot number first keeps tags of different slots apart; about 16,000 CRCs, once per slot)."""
+    if not 0 <= slot < SLOTS:
+        raise ValueError(f"a cluster slot is 0..{SLOTS - 1}, got {slot}")
+    n = 0
+    while True:
+        tag = f"{slot}-{n:x}"
+        if binascii.crc_hqx(tag.encode(), 0) % SLOTS == slot:
+            return tag
+        n += 1
+
+
+def job_slot(job_id: int | str) -> int:
+    """The slot of a job on a cluster: its id is ``sequence * SLOTS + slot``."""
+    return int(job_id) % SLOTS
+
+
 class Keys:
     """Key names under one prefix (Python half; the Lua half is `LUA`)."""
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+
+    # -- a cluster: the same names under a prefix with a hash tag ----------------------------
+    def at_slot(self, slot: int) -> Keys:
+        """The keys of the queues of `slot` (their jobs, indexes, counts, ...) on a cluster."""
+        return Keys(f"{self.prefix}{{{slot_tag(slot)}}}")
+
+    def for_queue(self, queue: str) -> Keys:
+        return self.at_slot(queue_slot(queue))
+
+    def for_job(self, job_id: int | str) -> Keys:
+        return self.at_slot(job_slot(job_id))
+
+    def cluster_global(self) -> Keys:
+        """The keys that belong to no queue on a cluster, in one slot of their own."""
+        return Keys(f"{self.prefix}{{{GLOBAL_TAG}}}")
+
+    def known_queues(self) -> str:
+        """(Cluster, global slot) set of every queue that has had a job, a pause or a limit."""
+        return f"{self.prefix}queues"
 
     def next_id(self) -> str:
         return f"{self.prefix}next_id"
@@ -228,9 +312,20 @@ class Keys:
         return f"{self.prefix}done:db{db}"
 
 
-#: The Lua half of `Keys`, plus the member encodings. `P` is the prefix (ARGV[1]).
+#: The Lua half of `Keys`, plus the member encodings. `P` is the prefix (ARGV[1]). On a cluster
+#: (see "Redis Cluster" above) the caller declares one key, so ``#KEYS > 0`` says "cluster", and
+#: ARGV[1] is the slot's prefix, followed, for the scripts that insert jobs, by a NUL and the
+#: first of the ids the caller reserved (`ID_NEXT`, then every `ID_STRIDE`).
 LUA = f"""
-local P = ARGV[1]
+local P, ID_NEXT = ARGV[1], nil
+local CLUSTER = #KEYS > 0
+local ID_STRIDE = CLUSTER and {SLOTS} or 1
+do
+  local cut = string.find(P, '\\0', 1, true)
+  if cut then
+    P, ID_NEXT = string.sub(ARGV[1], 1, cut - 1), tonumber(string.sub(ARGV[1], cut + 1))
+  end
+end
 local ID_WIDTH = {ID_WIDTH}
 local RECORD_FIELDS = {{{", ".join(repr(f) for f in RECORD_FIELDS)}}}
 local function K_next_id() return P .. 'next_id' end
@@ -268,6 +363,7 @@ local EPOCH_SECONDS = {EPOCH_SECONDS}
 local STAT_BOUNDS = {{{", ".join(str(b) for b in RUNTIME_BUCKETS_MS)}}}
 local STATS_KEEP_SECONDS = {int(STATS_KEEP.total_seconds())}
 local function K_workers() return P .. 'workers' end
+local function K_known_queues() return P .. 'queues' end
 local function K_worker_expiry() return P .. 'worker_expiry' end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end

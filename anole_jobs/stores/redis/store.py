@@ -12,6 +12,9 @@ write after a connection error: the command may have run, and a blind retry coul
 twice. Connections the pool finds dead are replaced by redis-py before a command is sent; an
 error mid-command surfaces as `StoreUnavailable`, and at-least-once delivery (leases, rescue)
 covers whatever was half done.
+
+Every script is called through `RedisStore._run`: on a Redis Cluster, `cluster.RedisClusterStore`
+sends each one to its slot there.
 """
 
 from __future__ import annotations
@@ -119,16 +122,18 @@ class Scripts:
         self.sources = {name: source for name, (source, _) in _sources().items()}
         self.shas = {name: sha for name, (_, sha) in _sources().items()}
 
-    def call(self, name: str, prefix: str, *args: object) -> Any:
+    def call(self, name: str, prefix: str, *args: object, route: str | None = None) -> Any:
         """EVALSHA `name` with ARGV = (prefix, *args); SCRIPT LOAD and retry on NOSCRIPT (the
-        script surely did not run, so the retry cannot repeat a write)."""
+        script surely did not run, so the retry cannot repeat a write). On a cluster `route`
+        is the one key declared (KEYS[1]), which sends the script to its slot's node."""
         sha = self.shas[name]
+        keys = () if route is None else (route,)
         try:
             try:
-                return self._client.evalsha(sha, 0, prefix, *args)
+                return self._client.evalsha(sha, len(keys), *keys, prefix, *args)
             except NoScriptError:
                 self._client.script_load(self.sources[name])
-                return self._client.evalsha(sha, 0, prefix, *args)
+                return self._client.evalsha(sha, len(keys), *keys, prefix, *args)
         except (RedisConnectionError, RedisTimeoutError) as exc:
             # Says whether the write may have happened; leases and rescue cover a half-done one.
             raise write_failed(name, exc, self._client) from exc
@@ -218,7 +223,8 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         self.alias = alias
         self.keys = Keys(key_prefix)
         self.scripts = Scripts(client)
-        self.db = int(client.connection_pool.connection_kwargs.get("db", 0) or 0)
+        pool = getattr(client, "connection_pool", None)  # a cluster has none: database 0
+        self.db = int(pool.connection_kwargs.get("db", 0) or 0) if pool is not None else 0
         self.channel = self.keys.channel(self.db)
         self.done_channel = self.keys.done_channel(self.db)
         self._sender = uuid.uuid4().hex

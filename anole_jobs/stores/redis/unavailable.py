@@ -10,13 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis.exceptions import ClusterError, RedisClusterException, TryAgainError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from anole_jobs.errors import StoreUnavailable
 
+#: What a Redis Cluster raises while it cannot serve a slot (a failover, a master down, no
+#: node reachable): reported as `StoreUnavailable`, like a connection error.
+CLUSTER_ERRORS = (ClusterError, RedisClusterException, TryAgainError)
+
 #: script -> (what the user asked for, when it surely did not happen, when it may have)
 _WRITES: dict[str, tuple[str, str, str]] = {
     "insert": ("enqueue", "the job was not stored", "the job may have been stored"),
+    # A cluster's enqueue first reserves ids (writing no job), then inserts.
+    "reserve": ("enqueue", "the job was not stored", "the job was not stored"),
     "cron_advance": ("cron's enqueue", "no job was stored", "the job may have been stored"),
     "cron_trigger": ("cron's run now", "no job was stored", "the job may have been stored"),
     "claim": (
@@ -34,6 +41,11 @@ _WRITES: dict[str, tuple[str, str, str]] = {
 
 def address(client: Any) -> str:
     """Where `client` connects, as a person writes it: ``host:port`` or the socket path."""
+    if getattr(client, "connected", True) is False:  # a Redis Cluster not reached yet
+        return f"the Redis Cluster at {client.where()}"
+    if hasattr(client, "get_primaries"):  # a Redis Cluster: its masters
+        nodes = [f"{node.host}:{node.port}" for node in client.get_primaries()]
+        return f"the Redis Cluster at {', '.join(nodes) or 'no known node'}"
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
     if kwargs.get("path"):
         return str(kwargs["path"])
@@ -60,6 +72,8 @@ def what_happened(exc: BaseException, where: str) -> tuple[str, bool]:
     if " connecting to " in text:  # redis-py: "Error <n> connecting to <host>:<port>. <why>"
         reason = text.rsplit(". ", 1)[-1].rstrip(".") if ". " in text else text
         return f"could not connect to {where} ({reason})", True
+    if isinstance(exc, CLUSTER_ERRORS):
+        return f"{where} could not serve the command ({text})", False
     if isinstance(exc, RedisTimeoutError):
         return f"no answer from {where} within the socket timeout", False
     return f"the connection to {where} broke after the command was sent ({text})", False

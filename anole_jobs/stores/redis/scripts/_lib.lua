@@ -283,6 +283,17 @@ local function fenced(j, attempt, token)
     and tonumber(j.token) == tonumber(token)
 end
 
+-- `n` new job ids: the first, then every ID_STRIDE. On one node from the `next_id` counter; on
+-- a cluster the caller reserved them from the cluster-wide counter (ids grow in enqueue order
+-- across every slot) and handed the first over (ID_NEXT, see keys.py).
+local function take_ids(n)
+  if not CLUSTER then return redis.call('INCRBY', K_next_id(), n) - n + 1 end
+  if not ID_NEXT then error('anole_jobs: a cluster insert needs ids reserved by its caller') end
+  local first = ID_NEXT
+  ID_NEXT = ID_NEXT + n * ID_STRIDE
+  return first
+end
+
 -- Insert one job from the 12 values of `v` starting at `i` (`v` is ARGV, or a batch decoded
 -- from JSON); returns (id, 1) or (holder id, 0). With `id` (a string), the caller has already
 -- checked the unique key and taken the id (a batch takes all its ids with one INCRBY).
@@ -296,7 +307,7 @@ local function insert_one(v, i, id)
       local held_by = holder(ukey)
       if held_by then return tonumber(held_by), 0 end
     end
-    id = idstr(redis.call('INCR', K_next_id()))
+    id = idstr(take_ids(1))
   end
   local fields = {'id', id, 'kind', kind, 'queue', queue, 'state', state, 'args', args,
                   'meta', meta, 'priority', priority, 'attempt', '0', 'max', max,

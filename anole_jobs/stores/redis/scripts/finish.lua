@@ -35,7 +35,8 @@ for k = 0, tonumber(ARGV[2]) - 1 do
     out[#out + 1] = 0
   end
 end
-if #ended > 0 and redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > 0 then
+-- (On a cluster NUMSUB counts only this node's subscribers: publish whenever a job ended.)
+if #ended > 0 and (CLUSTER or redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2] > 0) then
   redis.call('PUBLISH', ARGV[4], cjson.encode({from = ARGV[5], queues = ended}))
 end
 wf_publish(ARGV[6], ARGV[4])

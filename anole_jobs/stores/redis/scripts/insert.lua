@@ -16,7 +16,7 @@ for k = 0, n - 1 do
   if not held[k] then fresh = fresh + 1 end
 end
 local next_id = 0
-if fresh > 0 then next_id = redis.call('INCRBY', K_next_id(), fresh) - fresh + 1 end
+if fresh > 0 then next_id = take_ids(fresh) end
 local out, woken, queues = {}, {}, {}
 for k = 0, n - 1 do
   local first = 1 + k * NEW_JOB_FIELDS
@@ -25,7 +25,7 @@ for k = 0, n - 1 do
     out[#out + 1] = '0'
   else
     local id = idstr(next_id)
-    next_id = next_id + 1
+    next_id = next_id + ID_STRIDE
     insert_one(batch, first, id)
     out[#out + 1] = id
     out[#out + 1] = '1'

@@ -12,11 +12,11 @@ redis.call('HSETNX', K_wf(wf), 'cancelled', '0')
 local batch = cjson.decode(ARGV[8])
 local width = NEW_JOB_FIELDS + 6
 local next_id = 0
-if n > 0 then next_id = redis.call('INCRBY', K_next_id(), n) - n + 1 end
+if n > 0 then next_id = take_ids(n) end
 local ids = {}
 for k = 0, n - 1 do
   local first = 1 + k * width
-  local id = idstr(next_id + k)
+  local id = idstr(next_id + k * ID_STRIDE)
   batch[first + 2] = 'pending'
   batch[first + 9] = '0'  -- a step has no unique key
   insert_one(batch, first, id)
