@@ -17,6 +17,7 @@ from anole_jobs.errors import StoreUnavailable
 #: script -> (what the user asked for, when it surely did not happen, when it may have)
 _WRITES: dict[str, tuple[str, str, str]] = {
     "insert": ("enqueue", "the job was not stored", "the job may have been stored"),
+    "insert_single": ("enqueue", "the job was not stored", "the job may have been stored"),
     "cron_advance": ("cron's enqueue", "no job was stored", "the job may have been stored"),
     "cron_trigger": ("cron's run now", "no job was stored", "the job may have been stored"),
     "claim": (
