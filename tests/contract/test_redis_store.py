@@ -8,6 +8,7 @@ are awaited through events and `Subscription.wait` with timeouts.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -405,7 +406,7 @@ def test_insert_single_refuses_a_state_a_job_is_not_inserted_in(store: RedisStor
     args = list(store._new_job_args(new_job()))
     args[2] = "running"
     with pytest.raises(redis.ResponseError, match="cannot be inserted in state running"):
-        store._run("insert_single", store.channel, "x", *args)
+        store._run("insert_single", json.dumps([store.channel, "x", *args]))
     assert dump_keys(store) == {}
     with pytest.raises(ValueError, match="a new job's state must be one of"):
         store.insert([new_job(state="running")])

@@ -364,11 +364,10 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         if not jobs:
             return []
-        if len(jobs) == 1:  # `jobs.enqueue`: a leaner script, 12 plain arguments, an int reply
+        if len(jobs) == 1:  # `jobs.enqueue`: a leaner script, one argument, an int reply
             job = jobs[0]
-            reply = int(
-                self._run("insert_single", self.channel, self._sender, *self._new_job_args(job))
-            )
+            packed = compact((self.channel, self._sender, *self._new_job_args(job)))
+            reply = int(self._run("insert_single", packed))
             if reply < 0:  # the holder of its unique key
                 return [Inserted(-reply, False)]
             if job.state == "available":

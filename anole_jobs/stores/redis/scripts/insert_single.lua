@@ -1,13 +1,15 @@
--- insert_single: ONE job, as `jobs.enqueue` writes it: ARGV[2] wake-up channel, [3] sender
--- id, [4 ..] its NEW_JOB_FIELDS values (12 arguments: no JSON to decode). It writes exactly
--- what `insert_one` and `enter` in _lib.lua write for a new job (a contract test compares the
--- two), straight away: for one job the buffering of `flush()` saves no command, and building
--- its tables cost more than the writes. Batches, workflows and cron go through insert.lua.
+-- insert_single: ONE job, as `jobs.enqueue` writes it. ARGV[2] is ONE JSON array of strings:
+-- the wake-up channel, the sender id and the job's NEW_JOB_FIELDS values (each argument more
+-- cost the client more than decoding them here). It writes exactly what `insert_one` and
+-- `enter` in _lib.lua write for a new job (a contract test compares the two), straight away:
+-- for one job the buffering of `flush()` saves no command, and building its tables cost more
+-- than the writes. Batches, workflows and cron go through insert.lua.
 -- Returns the new job's id, or minus the id of the job already holding its unique key.
-local channel, sender = ARGV[2], ARGV[3]
-local kind, queue, state, args, meta = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local priority, max, created, sched = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
-local has_ukey, ukey, uscope = ARGV[13] == '1', ARGV[14], ARGV[15]
+local v = cjson.decode(ARGV[2])
+local channel, sender = v[1], v[2]
+local kind, queue, state, args, meta = v[3], v[4], v[5], v[6], v[7]
+local priority, max, created, sched = v[8], v[9], v[10], v[11]
+local has_ukey, ukey, uscope = v[12] == '1', v[13], v[14]
 local available = state == 'available'
 if not (available or state == 'scheduled' or state == 'retrying') then
   return redis.error_reply('anole_jobs: a job cannot be inserted in state ' .. tostring(state))
