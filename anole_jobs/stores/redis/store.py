@@ -345,6 +345,9 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             raise ValueError(f"a new job's state must be one of {INSERT_STATES}, got {job.state!r}")
         if not job.queue or not job.kind:
             raise ValueError("a job needs a non-empty queue and kind")
+        created = time_key(job.created_at)
+        # A job due now is scheduled at its creation (the same instant: the same key).
+        scheduled = created if job.scheduled_at == job.created_at else time_key(job.scheduled_at)
         return (
             job.kind,
             job.queue,
@@ -353,8 +356,8 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             "{}" if not job.meta else _json(job.meta),
             str(int(job.priority)),
             str(int(job.max_attempts)),
-            time_key(job.created_at),
-            time_key(job.scheduled_at),
+            created,
+            scheduled,
             "0" if job.unique_key is None else "1",
             job.unique_key or "",
             job.unique_scope,
@@ -370,8 +373,9 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             reply = int(self._run("insert_single", packed))
             if reply < 0:  # the holder of its unique key
                 return [Inserted(-reply, False)]
-            if job.state == "available":
-                self.wakeups.wake((job.queue,))  # the script published for other processes
+            # The script published for other processes; this one's waiters, if any, here.
+            if job.state == "available" and self.wakeups.has_subscribers():
+                self.wakeups.wake((job.queue,))
             return [Inserted(reply, True)]
         times: dict[datetime, str] = {}  # a batch's jobs mostly share their two times
 
