@@ -116,6 +116,17 @@ def with_enqueue_options(func: F) -> F:
     return func
 
 
+def _open_connections() -> Iterable[Any]:
+    """This thread's database connections opened so far: `connections.all(initialized_only=
+    True)`, with one look into the handler's thread-local per alias instead of two (this runs
+    on every enqueue to a store without transactions: it was a sixth of its Python)."""
+    local = getattr(connections, "_connections", None)
+    if local is None:  # not the handler this was written against: its public way
+        return connections.all(initialized_only=True)
+    found = (getattr(local, alias, None) for alias in connections.settings)
+    return [connection for connection in found if connection is not None]
+
+
 #: Kinds already warned about being enqueued inside an atomic block the store cannot join.
 _warned_outside_transaction: set[str] = set()
 _warned_lock = threading.Lock()
@@ -449,12 +460,11 @@ class JobService:
         existed, or that a later insert reused), and a worker may run it before the commit. Say
         so once per kind per process. Django's TestCase wraps each test in atomic blocks: those
         do not count."""
-        open_atomic = any(
+        if not any(
             not getattr(block, "_from_testcase", False)
-            for connection in connections.all(initialized_only=True)
+            for connection in _open_connections()
             for block in connection.atomic_blocks
-        )
-        if not open_atomic:
+        ):
             return
         with _warned_lock:
             kinds = sorted({job.kind for job in jobs} - _warned_outside_transaction)
