@@ -16,6 +16,16 @@ measured round of `jobs.enqueue` under callgrind,
         .venv/bin/python bench/enqueue_cost.py --rounds 1 --jobs 2000 --callgrind
     grep ^totals: /tmp/cg.out          # instructions of the client for the 2,000 enqueues
 
+and the server's share, on a `redis-server` of your own run under callgrind (every command
+of that server in the measured round is counted, so nothing else may use it):
+
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/rs.out redis-server --port 6392 \
+        --save '' --appendonly no &
+    .venv/bin/python bench/enqueue_cost.py --redis redis://127.0.0.1:6392/0 --jobs 500 \
+        --server-callgrind PID --server-out /tmp/rs.out   # PID: the redis-server's
+
+which prints the server's instructions per `jobs.enqueue` and per Huey-like `LPUSH`.
+
 Keys live under ``anole_enqueue_cost_<pid>:`` and are deleted at the end.
 """
 
@@ -24,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import re
 import statistics
 import subprocess
 import sys
@@ -44,6 +55,23 @@ def callgrind(command: str) -> None:
     subprocess.run(
         ["callgrind_control", command, str(os.getpid())], check=True, capture_output=True
     )
+
+
+def server_instructions(options: argparse.Namespace, measured: Callable[[], Any]) -> int:
+    """The instructions the callgrind'ed server (`--server-callgrind`) ran for `measured()`."""
+    pid, out = str(options.server_callgrind), Path(options.server_out)
+    subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
+    measured()
+    before = set(out.parent.glob(out.name + "*"))
+    subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+    dumps = sorted(set(out.parent.glob(out.name + "*")) - before, key=lambda f: f.stat().st_mtime)
+    text = dumps[-1].read_text()
+    for dump in dumps:
+        dump.unlink()
+    found = re.search(r"^(?:totals|summary): (\d+)", text, re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"no totals in {dumps[-1]}")
+    return int(found[1])
 
 
 def timed(n: int, one: Callable[[int], Any]) -> tuple[float, float]:
@@ -68,6 +96,13 @@ def main() -> None:
         help="under valgrind --tool=callgrind --instr-atstart=no: count only one round of "
         "jobs.enqueue after a warm-up round (no baselines)",
     )
+    parser.add_argument(
+        "--server-callgrind",
+        type=int,
+        help="the PID of a redis-server that "
+        "runs under callgrind: count its instructions per enqueue",
+    )
+    parser.add_argument("--server-out", help="that server's --callgrind-out-file")
     options = parser.parse_args()
     os.environ["ANOLE_BENCH_REDIS"] = options.redis  # bench/settings.py
     context.REDIS_URL = options.redis  # Bench.wipe
@@ -106,6 +141,14 @@ def run(bench: Bench, options: argparse.Namespace) -> None:
         bench.wipe()
 
     ours(-1)  # connect, load the script
+    if options.server_callgrind:
+        for name, one in (("jobs.enqueue", ours), ("Huey-like LPUSH", huey_like)):
+            timed(n, one)  # warm-up
+            wipe()
+            count = server_instructions(options, lambda one=one: timed(n, one))  # type: ignore[misc]
+            wipe()
+            print(f"server: {count / n / 1000:.1f}k instructions per {name} (N={n})")
+        return
     if options.callgrind:
         timed(n, ours)
         wipe()
