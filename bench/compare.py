@@ -1,7 +1,7 @@
 """`python -m bench.compare`: anole_jobs on each store and the Python job queues that run here,
 measured the same way (`bench/peers/harness.py`) in the same run, in one table of ratios.
 
-    python -m bench.compare [--quick] [--rounds N] [--only NAME,...] [--json FILE]
+    python -m bench.compare [--quick] [--rounds N] [--only NAME[:STORE],...] [--json FILE]
                             [--peers-venv DIR]
 
 The peers are installed by this script into their own virtualenv (default
@@ -207,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small N, one round")
     parser.add_argument("--rounds", type=int, help="rounds over every system (default 2)")
-    parser.add_argument("--only", default="", help="comma-separated module names to run")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated module names to run, or module:store (e.g. anole:redis,huey_peer)",
+    )
     parser.add_argument("--json", help="also write the rows as JSON to this file")
     parser.add_argument(
         "--peers-venv",
@@ -220,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     rounds = args.rounds or (1 if args.quick else 2)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
-    systems = [s for s in SYSTEMS if not only or s[0] in only]
+    systems = [s for s in SYSTEMS if not only or s[0] in only or f"{s[0]}:{s[1]}" in only]
     python = peers_python(Path(args.peers_venv)) if any(s[2] for s in systems) else None
     info = machine_info()
     tag = str(os.getpid())

@@ -8,6 +8,7 @@ are awaited through events and `Subscription.wait` with timeouts.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -33,7 +34,7 @@ from anole_jobs.stores.base import (
 from anole_jobs.stores.redis import check_redis_eviction, open_redis_store
 from anole_jobs.stores.redis import listener as listener_module
 from anole_jobs.stores.redis.keys import LUA, parse_time_key, time_key
-from anole_jobs.stores.redis.store import RedisStore
+from anole_jobs.stores.redis.store import RedisStore, _sources, _used_definitions
 from tests.contract.redis_support import (
     LEASE,
     T0,
@@ -297,6 +298,118 @@ def test_killed_connections_are_replaced_and_calls_recover(store: RedisStore) ->
         True,
     ]
     assert store.counts() == {"q": {"completed": 2}}
+
+
+def test_a_script_gets_only_the_prelude_definitions_it_uses() -> None:
+    prelude = (
+        "-- about a\n"
+        "local function a() return b() end\n"
+        "local function b()\n"
+        "  return C\n"
+        "end\n"
+        "local C, D = {x = 1}, 2\n"
+        "local E = {unused_field = true} -- names in comments: unused_comment\n"
+        "local function unused_field() return 1 end\n"
+        "local function unused_comment() end\n"
+        "local late  -- declared here, defined below\n"
+        "local function uses_late() return late() end\n"
+        "late = function() return D end\n"
+        "redis.call('PING')\n"
+        "local function z() return 'z' end\n"
+    )
+    kept = _used_definitions(prelude, "return a() + uses_late() + t.z + E -- b() unused_comment")
+    assert kept == (
+        "-- about a\n"
+        "local function a() return b() end\n"
+        "local function b()\n"
+        "  return C\n"
+        "end\n"
+        "local C, D = {x = 1}, 2\n"
+        "local E = {unused_field = true} -- names in comments: unused_comment\n"
+        "local late  -- declared here, defined below\n"
+        "local function uses_late() return late() end\n"
+        "late = function() return D end\n"
+        "redis.call('PING')\n"
+    )
+    assert _used_definitions(prelude, "return 1") == "redis.call('PING')\n"
+    # Every script still has what it uses of the prelude (the contract tests run them all);
+    # the single insert no longer builds the workflow or statistics helpers.
+    sources = _sources()
+    assert "local function wf_settle" in sources["finish"][0]
+    assert "local function wf_settle" not in sources["insert_single"][0]
+    assert "local function flush" not in sources["insert_single"][0]
+
+
+def dump_keys(store: RedisStore) -> dict[str, Any]:
+    """Every key of `store`'s prefix with its type and content (the prefix cut off the names,
+    and written as "P:" in the members that name a key)."""
+    client, prefix = store.client, store.keys.prefix
+    found: dict[str, Any] = {}
+    for raw in client.scan_iter(match=store.keys.pattern(), count=1000):
+        key = raw.decode()
+        kind = client.type(raw).decode()
+        if kind == "hash":
+            value: Any = {k.decode(): v.decode() for k, v in client.hgetall(raw).items()}
+        elif kind == "zset":
+            value = [
+                (m.decode().replace(prefix, "P:"), s)
+                for m, s in client.zrange(raw, 0, -1, withscores=True)
+            ]
+        elif kind == "set":
+            value = sorted(m.decode() for m in client.smembers(raw))
+        else:
+            value = client.get(raw).decode()
+        found[key[len(prefix) :]] = (kind, value)
+    return found
+
+
+def test_one_job_alone_is_written_as_a_batch_writes_it(
+    make_store: Callable[..., RedisStore],
+) -> None:
+    """`jobs.enqueue` goes through a script of its own (insert_single.lua): every key it
+    writes, in every state a job is inserted in and with unique keys, must be what the batch
+    script writes for the same jobs, and a held unique key must answer the same."""
+    alone = make_store(key_prefix=f"anole-test:{uuid.uuid4().hex[:12]}:")
+    batch = make_store(key_prefix=f"anole-test:{uuid.uuid4().hex[:12]}:")
+    later = T0 + timedelta(hours=1)
+    jobs = [
+        new_job(),
+        new_job(kind="other", queue="q:2", priority=-7, meta={"m": "é"}, args={"s": "x\ty"}),
+        new_job(state="scheduled", scheduled_at=later, priority=3),
+        new_job(state="retrying", scheduled_at=later, max_attempts=9),
+        new_job(unique_key="live-key"),
+        new_job(unique_key="any-key", unique_scope="any", queue="q2"),
+    ]
+    singles = [alone.insert([job])[0] for job in jobs]
+    assert singles == batch.insert(jobs)
+    assert [r.id for r in singles] == [1, 2, 3, 4, 5, 6] and all(r.inserted for r in singles)
+    assert dump_keys(alone) == dump_keys(batch)
+    again = [new_job(unique_key="live-key", args={"n": 2}), new_job(unique_key="any-key")]
+    held = [alone.insert([job])[0] for job in again]
+    assert held == batch.insert(again)
+    assert [(r.id, r.inserted) for r in held] == [(5, False), (6, False)]
+    assert dump_keys(alone) == dump_keys(batch)
+    # A job that left its key behind: both scripts drop the stale key and insert.
+    for store in (alone, batch):
+        (claimed,) = claim(store, kinds={"k"}, limit=1)
+        store.finish([Finish(run=claimed.run, state="completed", at=T0)])
+    for store in (alone, batch):
+        store.cancel(5, now=T0)
+    assert alone.insert([again[0]]) == batch.insert([again[0], new_job(queue="q3")])[:1]
+    assert alone.insert([new_job(queue="q3")])[0].id == 8
+    assert dump_keys(alone) == dump_keys(batch)
+
+
+def test_insert_single_refuses_a_state_a_job_is_not_inserted_in(store: RedisStore) -> None:
+    """The script checks the state before it writes anything (a Lua error does not undo the
+    writes before it); the Python side refuses it first."""
+    args = list(store._new_job_args(new_job()))
+    args[2] = "running"
+    with pytest.raises(redis.ResponseError, match="cannot be inserted in state running"):
+        store._run("insert_single", json.dumps([store.channel, "x", *args]))
+    assert dump_keys(store) == {}
+    with pytest.raises(ValueError, match="a new job's state must be one of"):
+        store.insert([new_job(state="running")])
 
 
 def test_insert_of_500_jobs_is_one_round_trip(

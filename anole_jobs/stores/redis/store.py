@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import logging
+import re
 import threading
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -99,7 +100,8 @@ LIMIT_SCRIPTS = ("claim_limited", "limits_held")
 @functools.cache
 def _sources() -> dict[str, tuple[str, str]]:
     """``{name: (source, sha1)}``: each script is the key prelude + `_lib.lua` (+ `_claim.lua`,
-    + `_limits.lua` where it needs them) + its file."""
+    + `_limits.lua` where it needs them) + its file, the prelude cut to the definitions the
+    script uses (`_used_definitions`)."""
     lib = (SCRIPTS_DIR / "_lib.lua").read_text()
     claim_lib = (SCRIPTS_DIR / "_claim.lua").read_text() + "\n"
     limits_lib = (SCRIPTS_DIR / "_limits.lua").read_text() + "\n"
@@ -108,10 +110,93 @@ def _sources() -> dict[str, tuple[str, str]]:
         if not path.name.startswith("_"):
             extra = claim_lib if path.stem in CLAIM_SCRIPTS else ""
             extra += limits_lib if path.stem in LIMIT_SCRIPTS else ""
-            source = f"{keys.LUA}\n{lib}\n{extra}{path.read_text()}"
+            body = path.read_text()
+            source = _used_definitions(f"{keys.LUA}\n{lib}\n{extra}", body) + body
             sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
             sources[path.stem] = (source, sha)
     return sources
+
+
+#: A top-level definition of the prelude: ``local function f``, ``local a, b = ...`` or
+#: ``local a`` (a forward declaration), or ``f = function`` (its later definition).
+_DEFINITION = re.compile(
+    r"local\s+function\s+(?P<function>\w+)"
+    r"|local\s+(?P<names>\w+(?:\s*,\s*\w+)*)\s*(?:=|--|$)"
+    r"|(?P<assigned>\w+)\s*=\s*function\b"
+)
+#: A Lua string literal (quoted, one line), a comment (to the end of its line), a name, or
+#: one of the tokens that tell a name from a field: ``..``, ``.``, ``:``, ``{``, ``}``, ``,``.
+_LUA_TOKEN = re.compile(
+    r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|--[^\n]*|[A-Za-z_]\w*|\.\.|[.:{},]"""
+)
+_FIELD_KEY = re.compile(r"\s*=(?!=)")
+
+
+def _names(code: str) -> set[str]:
+    """The names Lua `code` may refer to: its names outside comments, except fields (after
+    ``.`` or ``:``, or a key ``name =`` in a table constructor), and the words of its string
+    literals (more than needed, never less)."""
+    found: set[str] = set()
+    previous, depth = "", 0
+    for match in _LUA_TOKEN.finditer(code):
+        token = match[0]
+        if token.startswith(("'", '"')):
+            found.update(re.findall(r"[A-Za-z_]\w*", token))
+        elif token == "{":
+            depth += 1
+        elif token == "}":
+            depth -= 1
+        elif token[0].isalpha() or token[0] == "_":
+            field = previous in (".", ":") or (
+                depth > 0 and previous in ("{", ",") and _FIELD_KEY.match(code, match.end())
+            )
+            if not field:
+                found.add(token)
+        if not token.startswith("--"):
+            previous = token
+    return found
+
+
+def _used_definitions(prelude: str, body: str) -> str:
+    """`prelude` cut to the top-level definitions `body` uses, directly or through another
+    kept one, in their order. Redis runs a script's whole text on every call, so each of the
+    prelude's ~100 closures and tables was built (and collected) on every call of every
+    script: a third of a single insert's server time. A definition starts at a line that begins
+    with one (its comment lines above it go with it) and runs to the next; any other statement
+    at the top level is always kept. A name is used when it appears in the code outside a
+    comment (a string naming it keeps it too: more than needed, never less)."""
+    units: list[tuple[frozenset[str] | None, list[str]]] = []  # None: always kept
+    comments: list[str] = []
+    for line in prelude.splitlines(keepends=True):
+        if line.startswith("--") or not line.strip():
+            comments.append(line)
+            continue
+        if units and (line[0] in " \t" or line.startswith(("end", "}", ")"))):
+            units[-1][1].extend(comments)  # the body of the current definition
+            units[-1][1].append(line)
+            comments = []
+            continue
+        found = _DEFINITION.match(line)
+        if found is None:
+            names = None
+        else:
+            listed = found["function"] or found["assigned"] or found["names"]
+            names = frozenset(name.strip() for name in listed.split(","))
+        units.append((names, [*comments, line]))
+        comments = []
+    used = _names(body)
+    kept = [names is None for names, _ in units]
+    for names, lines in units:
+        if names is None:
+            used.update(_names("".join(lines)))
+    changed = True
+    while changed:  # until no kept definition names another one
+        changed = False
+        for index, (names, lines) in enumerate(units):
+            if not kept[index] and names is not None and not names.isdisjoint(used):
+                kept[index] = changed = True
+                used.update(_names("".join(lines)))
+    return "".join("".join(lines) for keep, (_, lines) in zip(kept, units, strict=True) if keep)
 
 
 class Scripts:
@@ -266,6 +351,9 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             raise ValueError(f"a new job's state must be one of {INSERT_STATES}, got {job.state!r}")
         if not job.queue or not job.kind:
             raise ValueError("a job needs a non-empty queue and kind")
+        created = time_key(job.created_at)
+        # A job due now is scheduled at its creation (the same instant: the same key).
+        scheduled = created if job.scheduled_at == job.created_at else time_key(job.scheduled_at)
         return (
             job.kind,
             job.queue,
@@ -274,8 +362,8 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             "{}" if not job.meta else _json(job.meta),
             str(int(job.priority)),
             str(int(job.max_attempts)),
-            time_key(job.created_at),
-            time_key(job.scheduled_at),
+            created,
+            scheduled,
             "0" if job.unique_key is None else "1",
             job.unique_key or "",
             job.unique_scope,
@@ -285,6 +373,16 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         if not jobs:
             return []
+        if len(jobs) == 1:  # `jobs.enqueue`: a leaner script, one argument, an int reply
+            job = jobs[0]
+            packed = compact((self.channel, self._sender, *self._new_job_args(job)))
+            reply = int(self._run("insert_single", packed))
+            if reply < 0:  # the holder of its unique key
+                return [Inserted(-reply, False)]
+            # The script published for other processes; this one's waiters, if any, here.
+            if job.state == "available" and self.wakeups.has_subscribers():
+                self.wakeups.wake((job.queue,))
+            return [Inserted(reply, True)]
         times: dict[datetime, str] = {}  # a batch's jobs mostly share their two times
 
         def batch_time_key(moment: datetime) -> str:

@@ -24,6 +24,7 @@ _WRITES: dict[str, tuple[str, str, str]] = {
     "insert": ("enqueue", "the job was not stored", "the job may have been stored"),
     # A cluster's enqueue first reserves ids (writing no job), then inserts.
     "reserve": ("enqueue", "the job was not stored", "the job was not stored"),
+    "insert_single": ("enqueue", "the job was not stored", "the job may have been stored"),
     "cron_advance": ("cron's enqueue", "no job was stored", "the job may have been stored"),
     "cron_trigger": ("cron's run now", "no job was stored", "the job may have been stored"),
     "claim": (
