@@ -18,7 +18,7 @@ if has_ukey then
   local held_by = holder(ukey)
   if held_by then return -tonumber(held_by) end
 end
-local n = redis.call('INCR', K_next_id())
+local n = take_ids(1)  -- one node: INCR of the counter; a cluster: the id the caller reserved
 local id, p = idstr(n), pid(n)
 if has_ukey then
   redis.call('HSET', K_job(id), 'id', id, 'kind', kind, 'queue', queue, 'state', state,
