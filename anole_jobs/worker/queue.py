@@ -9,9 +9,17 @@ frees finds its next job waiting instead of a claim round trip. The reserve is a
 a second, well under one job per `AHEAD_SECONDS`, so it claims exactly its free slots and
 leaves the rest of the queue to other workers; a queue of no-op jobs keeps enough to cover a
 claim round trip, claimed in batches of at least half of it. That bounds what claiming ahead
-costs: a job enqueued later at a higher priority waits behind at most about `AHEAD_SECONDS`
-of work, and a job waits that long at most between its claim and its handler's start (its
-`attempted_at` is rewritten to the handler's start by the run's write).
+costs: a job waits about `AHEAD_SECONDS` at most between its claim and its handler's start
+(its `attempted_at` is rewritten to the handler's start by the run's write).
+
+The jobs held are started highest priority first (then in claim order), not in the order they
+were claimed, so a job claimed later at a higher priority overtakes those held ahead of it.
+And a job enqueued at a higher priority than some job held does not wait for the next batch:
+its wake-up announces its priority (stores/wakeups.py), and the dispatcher claims at once,
+into a **lane** of at most `LANE` jobs beyond the slots and the reserve (a claim takes the
+highest priority first: the announced job, then maybe the next few of the queue). Nothing is
+held ahead of slow jobs, so they never use the lane: a slot's next job is still claimed when
+the slot is free.
 
 Slots are daemon threads: a sync handler that never reaches a wait cannot keep the process
 alive past its drain deadline (the exit bound in `runner`).
@@ -19,6 +27,8 @@ alive past its drain deadline (the exit bound in `runner`).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue as queue_module
 import threading
@@ -47,6 +57,9 @@ AHEAD_MAX = 1000
 RATE_WEIGHT = 0.3
 #: Seconds between looks for limits set at runtime on a queue with none in its settings.
 RUNTIME_LIMITS_EVERY = 1.0
+#: The most jobs a pool holds beyond its slots and reserve, claimed at once because their
+#: wake-up announced a priority above a job it held (see the docstring).
+LANE = 4
 
 
 class Dispatcher(BackgroundThread):
@@ -56,13 +69,17 @@ class Dispatcher(BackgroundThread):
         super().__init__(name=f"anole-{pool.name}-dispatch")
         self.pool = pool
         self.relaxed = False
+        #: The highest priority the wake-ups since the last round announced, if any.
+        self.announced: int | None = None
 
     def wake(self) -> None:
         self.pool.service.store.wakeups.wake([self.pool.name])
 
     def pause(self, seconds: float) -> None:
         if seconds and not self.stopping:
-            self.pool.subscription.wait(seconds)
+            _woken, top = self.pool.subscription.wait_announced(seconds)
+            if top is not None and (self.announced is None or top > self.announced):
+                self.announced = top
 
     def run_once(self) -> float:
         pool = self.pool
@@ -73,16 +90,28 @@ class Dispatcher(BackgroundThread):
             store.relax_claim_durability()
             self.relaxed = True
         wanted = pool.wanted()
+        announced, self.announced = self.announced, None
+        lane = False
         if wanted <= 0:
-            return pool.poll_interval  # a slot wakes us when the pool runs low
+            wanted = 0 if announced is None else pool.lane_room(announced)
+            if wanted <= 0:
+                return pool.poll_interval  # a slot wakes us when the pool runs low
+            lane = True
         now = pool.service.clock()
         limits = pool.limits_in_force()
         if limits is not None:
-            return self._claim_limited(limits, wanted, now)
-        claimed = store.claim(
+            return self._claim_limited(limits, wanted, now, lane=lane)
+        claimed = self._claim(wanted, now)
+        if claimed and len(claimed) == wanted and not lane:
+            return 0.0  # there may be more: claim again once the pool runs low
+        return pool.poll_interval
+
+    def _claim(self, limit: int, now: datetime) -> list[ClaimedJob]:
+        pool = self.pool
+        claimed = pool.service.store.claim(
             pool.name,
             kinds=pool.service.registry.handled_kinds(),
-            limit=wanted,
+            limit=limit,
             now=now,
             lease_until=now + pool.service.settings.lease,
             worker=pool.worker_name,
@@ -90,13 +119,13 @@ class Dispatcher(BackgroundThread):
         if self.stopping and claimed:
             # Stopped between the claim and now: give the jobs back (attempt not counted).
             pool.give_back(claimed)
-            return 0.0
+            return []
         pool.hand_out(claimed)
-        if claimed and len(claimed) == wanted:
-            return 0.0  # there may be more: claim again once the pool runs low
-        return pool.poll_interval
+        return claimed
 
-    def _claim_limited(self, limits: Limits, wanted: int, now: datetime) -> float:
+    def _claim_limited(
+        self, limits: Limits, wanted: int, now: datetime, *, lane: bool = False
+    ) -> float:
         """A claim within the queue's limits (docs/limits.md). When a limit held jobs back,
         sleep until its rate window reopens (or a wake-up, or the poll: a job finishing
         anywhere makes room for a concurrency limit)."""
@@ -119,7 +148,7 @@ class Dispatcher(BackgroundThread):
             if result.reopens_at is None:
                 return pool.poll_interval
             return min(pool.poll_interval, max(0.0, (result.reopens_at - now).total_seconds()))
-        if claimed and len(claimed) == wanted:
+        if claimed and len(claimed) == wanted and not lane:
             return 0.0
         return pool.poll_interval
 
@@ -144,8 +173,14 @@ class QueueWorker:
         self.runs = runs
         self.worker_name = worker_name
         self.poll_interval = poll_interval
+        #: The claimed jobs no slot has started: a heap of (-priority, claim order, run), so
+        #: slots start the highest priority first. `_inbox` holds one token per job put
+        #: there (a slot takes a token, then the heap's first job), or `_STOP`.
+        self._held: list[tuple[int, int, Run]] = []
+        self._held_lock = threading.Lock()
+        self._order = itertools.count()
         self._inbox: queue_module.SimpleQueue[object] = queue_module.SimpleQueue()
-        self._busy = 0  # claimed and not yet finished: running, or waiting in the inbox
+        self._busy = 0  # claimed and not yet finished: running, or waiting in the heap
         self._busy_lock = threading.Lock()
         self._finished = 0  # runs ended since the pool started (for the rate)
         self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
@@ -180,15 +215,14 @@ class QueueWorker:
     def take_unstarted(self) -> list[ClaimedJob]:
         """Claimed jobs no slot has started yet (the drain gives them back)."""
         taken: list[ClaimedJob] = []
-        while True:
-            try:
-                item = self._inbox.get_nowait()
-            except queue_module.Empty:
-                return taken
-            if isinstance(item, Run):
-                self._release(item)
-                if item.interrupt_by_runtime():
-                    taken.append(item.claimed)
+        with self._held_lock:
+            held, self._held = self._held, []
+        held.sort()  # in the order slots would have started them
+        for _key, _order, run in held:
+            self._release(run)
+            if run.interrupt_by_runtime():
+                taken.append(run.claimed)
+        return taken  # (their tokens stay in the inbox: a slot that takes one finds none)
 
     def release_slots(self) -> None:
         for _ in self._threads:
@@ -242,6 +276,20 @@ class QueueWorker:
         # claims no more than its free slots.
         self.ahead = min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS))
 
+    def lane_room(self, priority: int) -> int:
+        """How many jobs to claim now for a wake-up that announced `priority`, while the pool
+        holds its fill: none unless a job at that priority would start before one held
+        unstarted, else what the lane has room for."""
+        with self._busy_lock:
+            busy = self._busy
+        room = min(LANE, self.config.concurrency + self.ahead + LANE - busy)
+        if room <= 0:
+            return 0
+        with self._held_lock:
+            # Keys are -priority: the largest is the lowest priority held.
+            lower = bool(self._held) and max(self._held)[0] > -priority
+        return room if lower else 0
+
     def hand_out(self, claimed: list[ClaimedJob]) -> None:
         if not claimed:
             return
@@ -250,8 +298,12 @@ class QueueWorker:
         runs = [Run(job, CancelScope()) for job in claimed]
         # Registered before a slot takes them, so a drain never misses one; one lock a batch.
         self.runs.add_all(runs)
-        for run in runs:
-            self._inbox.put(run)
+        order = self._order
+        with self._held_lock:
+            for run in runs:
+                heapq.heappush(self._held, (-run.claimed.record.priority, next(order), run))
+        for _ in runs:
+            self._inbox.put(None)
 
     def give_back(self, claimed: list[ClaimedJob]) -> None:
         """Put claimed jobs that never started back (fenced, attempt not counted)."""
@@ -278,11 +330,12 @@ class QueueWorker:
         install_query_checks()
         close_old_connections()  # as a request starts; after that, once after each run
         while True:
-            item = self._inbox.get()
-            if item is _STOP:
+            if self._inbox.get() is _STOP:
                 break
-            assert isinstance(item, Run)
-            run = item
+            with self._held_lock:
+                if not self._held:
+                    continue  # the drain took the job this token was for
+                run = heapq.heappop(self._held)[2]
             if run.ended:
                 # The drain already gave it back before any slot started it.
                 self._release(run)
