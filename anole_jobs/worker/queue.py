@@ -279,7 +279,10 @@ class QueueWorker:
     def lane_room(self, priority: int) -> int:
         """How many jobs to claim now for a wake-up that announced `priority`, while the pool
         holds its fill: none unless a job at that priority would start before one held
-        unstarted, else what the lane has room for."""
+        unstarted, else what the lane has room for. None either while nothing is kept ahead
+        (slow jobs, or no rate measured yet): a slot that frees claims its own next job."""
+        if not self.ahead:
+            return 0
         with self._busy_lock:
             busy = self._busy
         room = min(LANE, self.config.concurrency + self.ahead + LANE - busy)
