@@ -55,6 +55,10 @@ AHEAD_SECONDS = 0.02
 AHEAD_MAX = 1000
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
+#: The shortest time a rate is measured over (seconds). The dispatcher looks at every wake-up,
+#: often a moment apart: over such a moment, runs that ended together read as a rate several
+#: times the queue's, and the reserve (and each claim, and its round trip) grew with it.
+RATE_WINDOW = 0.1
 #: Seconds between looks for limits set at runtime on a queue with none in its settings.
 RUNTIME_LIMITS_EVERY = 1.0
 #: The most jobs a pool holds beyond its slots and reserve, claimed at once because their
@@ -267,9 +271,12 @@ class QueueWorker:
         with self._busy_lock:
             finished = self._finished
         since = self._rate_since
-        self._rate_since = (now, finished)
-        if since is None or now <= since[0]:
+        if since is None:
+            self._rate_since = (now, finished)
             return
+        if now - since[0] < RATE_WINDOW:
+            return  # too short to say: a burst of runs ending together is not a rate
+        self._rate_since = (now, finished)
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
         # Jobs that take longer than AHEAD_SECONDS between them keep none ahead: a slow kind
