@@ -51,8 +51,16 @@ logger = logging.getLogger("anole_jobs.worker")
 _STOP = object()
 #: Seconds of this queue's recent work kept claimed ahead of the slots (see the docstring).
 AHEAD_SECONDS = 0.02
+#: ... or this many of the pool's recent claim round trips, when that is longer (a loaded
+#: machine or a distant store): the next batch is claimed at half the reserve, so what is
+#: left must last the claim, or slots wait for it.
+CLAIM_COVER = 2.0
 #: The most jobs a pool keeps claimed ahead, whatever its rate.
 AHEAD_MAX = 1000
+#: The most jobs one claim takes: a larger refill is claimed in several round trips in a row,
+#: so that a job enqueued meanwhile at a higher priority (taken first by the next one) never
+#: waits for one long claim of hundreds of rows.
+CLAIM_CHUNK = 50
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
 #: The shortest time a rate is measured over (seconds). The dispatcher looks at every wake-up,
@@ -106,12 +114,17 @@ class Dispatcher(BackgroundThread):
         if limits is not None:
             return self._claim_limited(limits, wanted, now, lane=lane)
         claimed = self._claim(wanted, now)
-        if claimed and len(claimed) == wanted and not lane:
-            return 0.0  # there may be more: claim again once the pool runs low
+        if not lane:
+            # All it asked for: there may be more. Claim on at once while the pool is not
+            # full (a refill in chunks), then again once it runs low.
+            pool.filling = len(claimed) == wanted
+        if pool.filling:
+            return 0.0
         return pool.poll_interval
 
     def _claim(self, limit: int, now: datetime) -> list[ClaimedJob]:
         pool = self.pool
+        started = monotonic()
         claimed = pool.service.store.claim(
             pool.name,
             kinds=pool.service.registry.handled_kinds(),
@@ -120,6 +133,7 @@ class Dispatcher(BackgroundThread):
             lease_until=now + pool.service.settings.lease,
             worker=pool.worker_name,
         )
+        pool.claim_took(monotonic() - started)
         if self.stopping and claimed:
             # Stopped between the claim and now: give the jobs back (attempt not counted).
             pool.give_back(claimed)
@@ -134,6 +148,7 @@ class Dispatcher(BackgroundThread):
         sleep until its rate window reopens (or a wake-up, or the poll: a job finishing
         anywhere makes room for a concurrency limit)."""
         pool = self.pool
+        started = monotonic()
         result = pool.service.store.claim_limited(
             pool.name,
             limits=limits,
@@ -143,16 +158,19 @@ class Dispatcher(BackgroundThread):
             lease_until=now + pool.service.settings.lease,
             worker=pool.worker_name,
         )
+        pool.claim_took(monotonic() - started)
         claimed = result.jobs
         if self.stopping and claimed:
             pool.give_back(claimed)
             return 0.0
         pool.hand_out(claimed)
+        if not lane:
+            pool.filling = not result.held and len(claimed) == wanted
         if result.held:
             if result.reopens_at is None:
                 return pool.poll_interval
             return min(pool.poll_interval, max(0.0, (result.reopens_at - now).total_seconds()))
-        if claimed and len(claimed) == wanted and not lane:
+        if pool.filling:
             return 0.0
         return pool.poll_interval
 
@@ -189,7 +207,10 @@ class QueueWorker:
         self._finished = 0  # runs ended since the pool started (for the rate)
         self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
         self._rate = 0.0  # jobs per second, smoothed
+        self._claim_seconds = 0.0  # a claim's round trip, smoothed
         self.ahead = 0  # jobs kept claimed beyond the slots (adaptive; none until measured)
+        #: Set while a refill goes on in chunks (the last claim got all it asked for).
+        self.filling = False
         #: The queue's limits in the settings; those set at runtime are looked up now and
         #: then (`limits_in_force`), so a queue without limits never pays for them.
         self.settings_limits = service.settings.queues[config.name].limits
@@ -250,14 +271,19 @@ class QueueWorker:
 
     def wanted(self) -> int:
         """How many jobs to claim now: enough to fill the slots and the claimed-ahead reserve,
-        but nothing while the pool still holds more than half of its reserve (so claims come
-        in batches, not one per finished job)."""
+        at most `CLAIM_CHUNK`, but nothing while the pool still holds more than half of its
+        reserve (so claims come in batches, not one per finished job), unless a refill is
+        going on."""
         self._update_ahead()
         with self._busy_lock:
             busy = self._busy
-        if busy > self.low_water():
+        if busy > self.low_water() and not self.filling:
             return 0
-        return self.config.concurrency + self.ahead - busy
+        wanted = self.config.concurrency + self.ahead - busy
+        if wanted <= 0:
+            self.filling = False
+            return 0
+        return min(wanted, CLAIM_CHUNK)
 
     def low_water(self) -> int:
         """Claim again once the pool holds no more than this: half the reserve used, or, with
@@ -279,9 +305,15 @@ class QueueWorker:
         self._rate_since = (now, finished)
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
-        # Jobs that take longer than AHEAD_SECONDS between them keep none ahead: a slow kind
-        # claims no more than its free slots.
-        self.ahead = min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS))
+        # Jobs that take longer than that between them keep none ahead: a slow kind claims no
+        # more than its free slots.
+        cover = max(AHEAD_SECONDS, CLAIM_COVER * self._claim_seconds)
+        self.ahead = min(AHEAD_MAX, int(self._rate * cover))
+
+    def claim_took(self, seconds: float) -> None:
+        """Note how long a claim took (the dispatcher's, the only thread that claims)."""
+        last = self._claim_seconds
+        self._claim_seconds = seconds if not last else last + RATE_WEIGHT * (seconds - last)
 
     def lane_room(self, priority: int) -> int:
         """How many jobs to claim now for a wake-up that announced `priority`, while the pool

@@ -228,7 +228,7 @@ def finish(pool: Any, count: int) -> None:
 def test_claim_ahead_follows_the_queue_rate_within_its_bounds(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from anole_jobs.worker.queue import AHEAD_MAX, AHEAD_SECONDS
+    from anole_jobs.worker.queue import AHEAD_MAX, AHEAD_SECONDS, CLAIM_CHUNK, CLAIM_COVER
 
     pool, clock = idle_pool(monkeypatch, concurrency=10)
     jobs.enqueue_many([Work() for _ in range(5000)])
@@ -249,11 +249,50 @@ def test_claim_ahead_follows_the_queue_rate_within_its_bounds(
     clock.now += 1.0
     expected = int(2000 * AHEAD_SECONDS)
     assert pool.wanted() == 10 + expected and pool.ahead == expected
-    # A faster one is capped.
+    # A faster one is capped, and claimed in chunks.
     pool._rate = 0.0
     pool._finished += int(10 * AHEAD_MAX / AHEAD_SECONDS)
     clock.now += 1.0
-    assert pool.wanted() == 10 + AHEAD_MAX
+    assert pool.wanted() == CLAIM_CHUNK and pool.ahead == AHEAD_MAX
+    # Claims that take longer than AHEAD_SECONDS: the reserve lasts CLAIM_COVER of them.
+    pool._rate = 0.0
+    pool._finished += 2000
+    clock.now += 1.0
+    pool.claim_took(AHEAD_SECONDS * 2)
+    pool.wanted()
+    assert pool.ahead == int(2000 * CLAIM_COVER * AHEAD_SECONDS * 2)
+
+
+def test_the_rate_is_measured_over_a_window_not_between_two_close_looks(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anole_jobs.worker.queue import AHEAD_SECONDS, RATE_WINDOW
+
+    pool, clock = idle_pool(monkeypatch, concurrency=10)
+    jobs.enqueue_many([Work() for _ in range(50)])
+    pool.wanted()  # the first look starts the measurement
+    pool.hand_out(claim(20))
+    clock.now += RATE_WINDOW / 10
+    finish(pool, 20)  # twenty runs end together, a moment after the first look
+    assert pool.wanted() == 10 and pool.ahead == 0  # not 200 runs a second: too short to say
+    clock.now += RATE_WINDOW  # over the whole window, 20 runs in 1.1 windows
+    pool.wanted()
+    assert pool.ahead == int(20 / (1.1 * RATE_WINDOW) * AHEAD_SECONDS)
+
+
+def test_a_refill_larger_than_a_chunk_is_claimed_in_chunks_in_a_row(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anole_jobs.worker.queue import CLAIM_CHUNK
+
+    pool, _clock = idle_pool(monkeypatch, concurrency=4)
+    pool.ahead = 2 * CLAIM_CHUNK  # as measured on a fast queue
+    jobs.enqueue_many([Work() for _ in range(3 * CLAIM_CHUNK)])
+    pool.subscription.wait(0)
+    rounds = [dispatch_once(pool) for _ in range(4)]
+    # Three round trips in a row fill slots and reserve, then it waits for the low water.
+    assert rounds == [[CLAIM_CHUNK], [CLAIM_CHUNK], [4], []]
+    assert pool.filling is False and len(list(pool.runs)) == 4 + 2 * CLAIM_CHUNK
 
 
 def test_a_slot_wakes_the_dispatcher_once_per_batch_at_the_low_water(
