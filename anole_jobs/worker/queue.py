@@ -4,13 +4,15 @@ that run the attempts and hand each finished attempt straight to the completer.
 A claimed job is stored ``running`` from its claim, so the pool claims only what it can start
 at once, plus a small reserve **claimed ahead** for queues of short jobs, so that a slot that
 frees finds its next job waiting instead of a claim round trip. The reserve is about
-`AHEAD_SECONDS` of this queue's measured work (its rate of finished runs), at most
-`AHEAD_MAX`, and none until a rate is measured: a queue of one-second jobs finishes a few jobs
-a second, well under one job per `AHEAD_SECONDS`, so it claims exactly its free slots and
-leaves the rest of the queue to other workers; a queue of no-op jobs keeps enough to cover a
-claim round trip, claimed in batches of at least half of it. That bounds what claiming ahead
-costs: a job waits about `AHEAD_SECONDS` at most between its claim and its handler's start
-(its `attempted_at` is rewritten to the handler's start by the run's write).
+`AHEAD_SECONDS` of this queue's measured work (its rate of finished runs, over at least
+`RATE_WINDOW`), or `CLAIM_COVER` of the pool's recent claim round trips when those take
+longer, at most `AHEAD_MAX`, and none until a rate is measured: a queue of one-second jobs
+finishes a few jobs a second, well under one job per `AHEAD_SECONDS`, so it claims exactly
+its free slots and leaves the rest of the queue to other workers; a queue of no-op jobs keeps
+enough to cover a claim round trip, refilled when half of it is used, in claims of at most
+`CLAIM_CHUNK` jobs in a row. That bounds what claiming ahead costs: a job waits about that
+long at most between its claim and its handler's start (its `attempted_at` is rewritten to
+the handler's start by the run's write).
 
 The jobs held are started highest priority first (then in claim order), not in the order they
 were claimed, so a job claimed later at a higher priority overtakes those held ahead of it.
