@@ -52,7 +52,7 @@ from typing import Any, Literal
 from anole_jobs.limits import Limits, RuntimeLimits
 from anole_jobs.stores.search import BulkAction
 from anole_jobs.stores.stats import Resolution, StatsByQueue
-from anole_jobs.stores.wakeups import Subscription, WakeupHub
+from anole_jobs.stores.wakeups import Subscription, WakeupHub, announce
 from anole_jobs.stores.workers import WorkerRecord
 
 State = Literal[
@@ -295,13 +295,14 @@ def ended_ids(results: Sequence[Finish], written: Sequence[bool]) -> list[int]:
     ]
 
 
-def woken_queues(jobs: Sequence[NewJob], results: Sequence[Inserted | None]) -> set[str]:
-    """The queues an insert must wake: those of the jobs it inserted as ``available``."""
-    return {
-        job.queue
-        for job, result in zip(jobs, results, strict=True)
-        if result is not None and result.inserted and job.state == "available"
-    }
+def woken_queues(jobs: Sequence[NewJob], results: Sequence[Inserted | None]) -> dict[str, int]:
+    """The queues an insert must wake: those of the jobs it inserted as ``available``, each
+    with the highest priority among them (what the wake-up announces, see `wakeups`)."""
+    tops: dict[str, int] = {}
+    for job, result in zip(jobs, results, strict=True):
+        if result is not None and result.inserted and job.state == "available":
+            announce(tops, job.queue, job.priority)
+    return tops
 
 
 class Store(ABC):

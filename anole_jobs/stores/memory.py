@@ -281,7 +281,7 @@ class MemoryStore(MemoryWorkers, Store):
         self._wake_now(woken_queues(jobs, results))
         return results
 
-    def _wake_now(self, queues: set[str]) -> None:
+    def _wake_now(self, queues: Collection[str]) -> None:
         # No transactions here: a write is visible, so waiters may look, as soon as it is done.
         if queues:
             self.wakeups.wake(queues)

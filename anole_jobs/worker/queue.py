@@ -4,14 +4,24 @@ that run the attempts and hand each finished attempt straight to the completer.
 A claimed job is stored ``running`` from its claim, so the pool claims only what it can start
 at once, plus a small reserve **claimed ahead** for queues of short jobs, so that a slot that
 frees finds its next job waiting instead of a claim round trip. The reserve is about
-`AHEAD_SECONDS` of this queue's measured work (its rate of finished runs), at most
-`AHEAD_MAX`, and none until a rate is measured: a queue of one-second jobs finishes a few jobs
-a second, well under one job per `AHEAD_SECONDS`, so it claims exactly its free slots and
-leaves the rest of the queue to other workers; a queue of no-op jobs keeps enough to cover a
-claim round trip, claimed in batches of at least half of it. That bounds what claiming ahead
-costs: a job enqueued later at a higher priority waits behind at most about `AHEAD_SECONDS`
-of work, and a job waits that long at most between its claim and its handler's start (its
-`attempted_at` is rewritten to the handler's start by the run's write).
+`AHEAD_SECONDS` of this queue's measured work (its rate of finished runs, over at least
+`RATE_WINDOW`), or `CLAIM_COVER` of the pool's recent claim round trips when those take
+longer, at most `AHEAD_MAX`, and none until a rate is measured: a queue of one-second jobs
+finishes a few jobs a second, well under one job per `AHEAD_SECONDS`, so it claims exactly
+its free slots and leaves the rest of the queue to other workers; a queue of no-op jobs keeps
+enough to cover a claim round trip, refilled when half of it is used, in claims of at most
+`CLAIM_CHUNK` jobs in a row. That bounds what claiming ahead costs: a job waits about that
+long at most between its claim and its handler's start (its `attempted_at` is rewritten to
+the handler's start by the run's write).
+
+The jobs held are started highest priority first (then in claim order), not in the order they
+were claimed, so a job claimed later at a higher priority overtakes those held ahead of it.
+And a job enqueued at a higher priority than some job held does not wait for the next batch:
+its wake-up announces its priority (stores/wakeups.py), and the dispatcher claims at once,
+into a **lane** of at most `LANE` jobs beyond the slots and the reserve (a claim takes the
+highest priority first: the announced job, then maybe the next few of the queue). Nothing is
+held ahead of slow jobs, so they never use the lane: a slot's next job is still claimed when
+the slot is free.
 
 Slots are daemon threads: a sync handler that never reaches a wait cannot keep the process
 alive past its drain deadline (the exit bound in `runner`).
@@ -19,6 +29,8 @@ alive past its drain deadline (the exit bound in `runner`).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue as queue_module
 import threading
@@ -41,12 +53,27 @@ logger = logging.getLogger("anole_jobs.worker")
 _STOP = object()
 #: Seconds of this queue's recent work kept claimed ahead of the slots (see the docstring).
 AHEAD_SECONDS = 0.02
+#: ... or this many of the pool's recent claim round trips, when that is longer (a loaded
+#: machine or a distant store): the next batch is claimed at half the reserve, so what is
+#: left must last the claim, or slots wait for it.
+CLAIM_COVER = 2.0
 #: The most jobs a pool keeps claimed ahead, whatever its rate.
 AHEAD_MAX = 1000
+#: The most jobs one claim takes: a larger refill is claimed in several round trips in a row,
+#: so that a job enqueued meanwhile at a higher priority (taken first by the next one) never
+#: waits for one long claim of hundreds of rows.
+CLAIM_CHUNK = 50
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
+#: The shortest time a rate is measured over (seconds). The dispatcher looks at every wake-up,
+#: often a moment apart: over such a moment, runs that ended together read as a rate several
+#: times the queue's, and the reserve (and each claim, and its round trip) grew with it.
+RATE_WINDOW = 0.1
 #: Seconds between looks for limits set at runtime on a queue with none in its settings.
 RUNTIME_LIMITS_EVERY = 1.0
+#: The most jobs a pool holds beyond its slots and reserve, claimed at once because their
+#: wake-up announced a priority above a job it held (see the docstring).
+LANE = 4
 
 
 def _nothing() -> None:
@@ -60,13 +87,17 @@ class Dispatcher(BackgroundThread):
         super().__init__(name=f"anole-{pool.name}-dispatch")
         self.pool = pool
         self.relaxed = False
+        #: The highest priority the wake-ups since the last round announced, if any.
+        self.announced: int | None = None
 
     def wake(self) -> None:
         self.pool.service.store.wakeups.wake([self.pool.name])
 
     def pause(self, seconds: float) -> None:
         if seconds and not self.stopping:
-            self.pool.subscription.wait(seconds)
+            _woken, top = self.pool.subscription.wait_announced(seconds)
+            if top is not None and (self.announced is None or top > self.announced):
+                self.announced = top
 
     def run_once(self) -> float:
         pool = self.pool
@@ -77,34 +108,53 @@ class Dispatcher(BackgroundThread):
             store.relax_claim_durability()
             self.relaxed = True
         wanted = pool.wanted()
+        announced, self.announced = self.announced, None
+        lane = False
         if wanted <= 0:
-            return pool.poll_interval  # a slot wakes us when the pool runs low
+            wanted = 0 if announced is None else pool.lane_room(announced)
+            if wanted <= 0:
+                return pool.poll_interval  # a slot wakes us when the pool runs low
+            lane = True
         now = pool.service.clock()
         limits = pool.limits_in_force()
         if limits is not None:
-            return self._claim_limited(limits, wanted, now)
-        claimed = store.claim(
+            return self._claim_limited(limits, wanted, now, lane=lane)
+        claimed = self._claim(wanted, now)
+        if not lane:
+            # All it asked for: there may be more. Claim on at once while the pool is not
+            # full (a refill in chunks), then again once it runs low.
+            pool.filling = len(claimed) == wanted
+        if pool.filling:
+            return 0.0
+        return pool.poll_interval
+
+    def _claim(self, limit: int, now: datetime) -> list[ClaimedJob]:
+        pool = self.pool
+        started = monotonic()
+        claimed = pool.service.store.claim(
             pool.name,
             kinds=pool.service.registry.handled_kinds(),
-            limit=wanted,
+            limit=limit,
             now=now,
             lease_until=now + pool.service.settings.lease,
             worker=pool.worker_name,
         )
+        pool.claim_took(monotonic() - started)
         if self.stopping and claimed:
             # Stopped between the claim and now: give the jobs back (attempt not counted).
             pool.give_back(claimed)
-            return 0.0
+            return []
         pool.hand_out(claimed)
-        if claimed and len(claimed) == wanted:
-            return 0.0  # there may be more: claim again once the pool runs low
-        return pool.poll_interval
+        return claimed
 
-    def _claim_limited(self, limits: Limits, wanted: int, now: datetime) -> float:
+    def _claim_limited(
+        self, limits: Limits, wanted: int, now: datetime, *, lane: bool = False
+    ) -> float:
         """A claim within the queue's limits (docs/limits.md). When a limit held jobs back,
         sleep until its rate window reopens (or a wake-up, or the poll: a job finishing
         anywhere makes room for a concurrency limit)."""
         pool = self.pool
+        started = monotonic()
         result = pool.service.store.claim_limited(
             pool.name,
             limits=limits,
@@ -114,16 +164,19 @@ class Dispatcher(BackgroundThread):
             lease_until=now + pool.service.settings.lease,
             worker=pool.worker_name,
         )
+        pool.claim_took(monotonic() - started)
         claimed = result.jobs
         if self.stopping and claimed:
             pool.give_back(claimed)
             return 0.0
         pool.hand_out(claimed)
+        if not lane:
+            pool.filling = not result.held and len(claimed) == wanted
         if result.held:
             if result.reopens_at is None:
                 return pool.poll_interval
             return min(pool.poll_interval, max(0.0, (result.reopens_at - now).total_seconds()))
-        if claimed and len(claimed) == wanted:
+        if pool.filling:
             return 0.0
         return pool.poll_interval
 
@@ -148,18 +201,27 @@ class QueueWorker:
         self.runs = runs
         self.worker_name = worker_name
         self.poll_interval = poll_interval
+        #: The claimed jobs no slot has started: a heap of (-priority, claim order, run), so
+        #: slots start the highest priority first. `_inbox` holds one token per job put
+        #: there (a slot takes a token, then the heap's first job), or `_STOP`.
+        self._held: list[tuple[int, int, Run]] = []
+        self._held_lock = threading.Lock()
+        self._order = itertools.count()
         self._inbox: queue_module.SimpleQueue[object] = queue_module.SimpleQueue()
-        self._busy = 0  # claimed and not yet finished: running, or waiting in the inbox
+        self._busy = 0  # claimed and not yet finished: running, or waiting in the heap
         self._busy_lock = threading.Lock()
         self._finished = 0  # runs ended since the pool started (for the rate)
         self._rate_since: tuple[float, int] | None = None  # (monotonic, _finished) then
         self._rate = 0.0  # jobs per second, smoothed
+        self._claim_seconds = 0.0  # a claim's round trip, smoothed
         self.ahead = 0  # jobs kept claimed beyond the slots (adaptive; none until measured)
         #: Seconds of handler time run by each slot (each slot adds to its own entry only),
         #: and (their sum, _finished) at the last measurement: the mean run time since then.
         self._slot_work = [0.0] * config.concurrency
         self._work_since = (0.0, 0)
         self._run_seconds = 0.0  # mean run time of the queue's jobs, smoothed
+        #: Set while a refill goes on in chunks (the last claim got all it asked for).
+        self.filling = False
         #: The queue's limits in the settings; those set at runtime are looked up now and
         #: then (`limits_in_force`), so a queue without limits never pays for them.
         self.settings_limits = service.settings.queues[config.name].limits
@@ -189,15 +251,14 @@ class QueueWorker:
     def take_unstarted(self) -> list[ClaimedJob]:
         """Claimed jobs no slot has started yet (the drain gives them back)."""
         taken: list[ClaimedJob] = []
-        while True:
-            try:
-                item = self._inbox.get_nowait()
-            except queue_module.Empty:
-                return taken
-            if isinstance(item, Run):
-                self._release(item)
-                if item.interrupt_by_runtime():
-                    taken.append(item.claimed)
+        with self._held_lock:
+            held, self._held = self._held, []
+        held.sort()  # in the order slots would have started them
+        for _key, _order, run in held:
+            self._release(run)
+            if run.interrupt_by_runtime():
+                taken.append(run.claimed)
+        return taken  # (their tokens stay in the inbox: a slot that takes one finds none)
 
     def release_slots(self) -> None:
         for _ in self._threads:
@@ -221,14 +282,19 @@ class QueueWorker:
 
     def wanted(self) -> int:
         """How many jobs to claim now: enough to fill the slots and the claimed-ahead reserve,
-        but nothing while the pool still holds more than half of its reserve (so claims come
-        in batches, not one per finished job)."""
+        at most `CLAIM_CHUNK`, but nothing while the pool still holds more than half of its
+        reserve (so claims come in batches, not one per finished job), unless a refill is
+        going on."""
         self._update_ahead()
         with self._busy_lock:
             busy = self._busy
-        if busy > self.low_water():
+        if busy > self.low_water() and not self.filling:
             return 0
-        return self.config.concurrency + self.ahead - busy
+        wanted = self.config.concurrency + self.ahead - busy
+        if wanted <= 0:
+            self.filling = False
+            return 0
+        return min(wanted, CLAIM_CHUNK)
 
     def low_water(self) -> int:
         """Claim again once the pool holds no more than this: half the reserve used, or, with
@@ -243,16 +309,22 @@ class QueueWorker:
             finished = self._finished
         work = sum(self._slot_work)
         since = self._rate_since
-        self._rate_since = (now, finished)
-        if since is None or now <= since[0]:
+        if since is None:
+            self._rate_since = (now, finished)
             return
+        if now - since[0] < RATE_WINDOW:
+            return  # too short to say: a burst of runs ending together is not a rate
+        self._rate_since = (now, finished)
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
-        ahead = min(AHEAD_MAX, int(self._rate * AHEAD_SECONDS))
+        # Jobs that take longer than that between them keep none ahead: a slow kind claims no
+        # more than its free slots.
+        cover = max(AHEAD_SECONDS, CLAIM_COVER * self._claim_seconds)
+        ahead = min(AHEAD_MAX, int(self._rate * cover))
         # The rate alone misleads when slow jobs started together end together (four
-        # one-second jobs ending 2 ms apart read as hundreds a second), so the reserve is also
-        # bounded by the jobs' own run time: the jobs all slots finish in AHEAD_SECONDS. A
-        # slow kind then keeps none ahead, however its ends bunch up.
+        # one-second jobs ending within the rate's window read as a fast queue), so the
+        # reserve is also bounded by the jobs' own run time: what all slots finish in `cover`.
+        # A slow kind then keeps none ahead, however its ends bunch up.
         work_since, finished_since = self._work_since
         if finished > finished_since:
             mean = (work - work_since) / (finished - finished_since)
@@ -263,8 +335,30 @@ class QueueWorker:
                 else self._run_seconds + RATE_WEIGHT * (mean - self._run_seconds)
             )
         if self._run_seconds > 0:
-            ahead = min(ahead, int(self.config.concurrency * AHEAD_SECONDS / self._run_seconds))
+            ahead = min(ahead, int(self.config.concurrency * cover / self._run_seconds))
         self.ahead = ahead
+
+    def claim_took(self, seconds: float) -> None:
+        """Note how long a claim took (the dispatcher's, the only thread that claims)."""
+        last = self._claim_seconds
+        self._claim_seconds = seconds if not last else last + RATE_WEIGHT * (seconds - last)
+
+    def lane_room(self, priority: int) -> int:
+        """How many jobs to claim now for a wake-up that announced `priority`, while the pool
+        holds its fill: none unless a job at that priority would start before one held
+        unstarted, else what the lane has room for. None either while nothing is kept ahead
+        (slow jobs, or no rate measured yet): a slot that frees claims its own next job."""
+        if not self.ahead:
+            return 0
+        with self._busy_lock:
+            busy = self._busy
+        room = min(LANE, self.config.concurrency + self.ahead + LANE - busy)
+        if room <= 0:
+            return 0
+        with self._held_lock:
+            # Keys are -priority: the largest is the lowest priority held.
+            lower = bool(self._held) and max(self._held)[0] > -priority
+        return room if lower else 0
 
     def hand_out(self, claimed: list[ClaimedJob]) -> None:
         if not claimed:
@@ -274,8 +368,12 @@ class QueueWorker:
         runs = [Run(job, CancelScope()) for job in claimed]
         # Registered before a slot takes them, so a drain never misses one; one lock a batch.
         self.runs.add_all(runs)
-        for run in runs:
-            self._inbox.put(run)
+        order = self._order
+        with self._held_lock:
+            for run in runs:
+                heapq.heappush(self._held, (-run.claimed.record.priority, next(order), run))
+        for _ in runs:
+            self._inbox.put(None)
 
     def give_back(self, claimed: list[ClaimedJob]) -> None:
         """Put claimed jobs that never started back (fenced, attempt not counted)."""
@@ -310,11 +408,12 @@ class QueueWorker:
         install_query_checks()
         close_old_connections()  # as a request starts; after that, once after each run
         while True:
-            item = self._inbox.get()
-            if item is _STOP:
+            if self._inbox.get() is _STOP:
                 break
-            assert isinstance(item, Run)
-            run = item
+            with self._held_lock:
+                if not self._held:
+                    continue  # the drain took the job this token was for
+                run = heapq.heappop(self._held)[2]
             if run.ended:
                 # The drain already gave it back before any slot started it.
                 self._release(run)

@@ -1,11 +1,17 @@
 """Enqueue→start latency (`attempted_at − created_at`) of single jobs enqueued one at a time,
 each waited for: idle, and under load (probes at priority 100 while a backlog of no-op jobs
 drains: the runtime's dispatch latency, not the backlog's queueing time). Ratios are in
-round trips of the store's server (its raw `SELECT 1` / `PING`), measured next to them."""
+round trips of the store's server (its raw `SELECT 1` / `PING`), measured next to them.
+
+`ANOLE_BENCH_LATENCY_SAMPLES=DIR` also writes every sample, in ms and in the order taken, to
+``DIR/<store>-<figure>.json`` (to look at the distribution behind a p99 of ~100 samples)."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from bench.common import Deadline, latency_summary
@@ -25,10 +31,12 @@ def run(bench: Bench) -> list[Figure]:
             Deadline(120, "idle latency"),
             budget=bench.sizes.latency_budget,
         )
+        _dump(bench, "latency_idle", samples)
         figures += _figures("latency_idle", "enqueue→start, idle", samples, lost, rt)
 
         rt = bench.baseline("round_trip")["round_trip"]
         samples, lost = _under_load(bench)
+        _dump(bench, "latency_load", samples)
         figures += _figures(
             "latency_load",
             f"enqueue→start, prio 100 behind {bench.sizes.backlog:,} jobs",
@@ -37,6 +45,13 @@ def run(bench: Bench) -> list[Figure]:
             rt,
         )
     return figures
+
+
+def _dump(bench: Bench, key: str, samples: list[float]) -> None:
+    where = os.environ.get("ANOLE_BENCH_LATENCY_SAMPLES")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        Path(where, f"{bench.store}-{key}.json").write_text(json.dumps(samples))
 
 
 def _figures(key: str, label: str, samples: list[float], lost: int, rt: float) -> list[Figure]:

@@ -33,6 +33,49 @@ def test_a_notify_from_another_store_wakes_a_subscriber():
         listening.close()
 
 
+def test_an_enqueue_above_the_default_priority_announces_it_to_other_processes(settings):
+    from anole_jobs import jobs
+    from tests.sampleapp.jobs import Work
+
+    settings.ANOLE_JOBS = {"STORE": {"database": "pg"}, "RUN": "manual"}
+    listening, _ = two_stores()
+    try:
+        subscription = listening.subscribe(["default"])
+        assert listening._listener.wait_connected(10)
+        subscription.wait(0)
+        jobs.enqueue(Work(), priority=80)
+        # The plain wake-up and the one announcing the priority come as two notifications.
+        woken, top = subscription.wait_announced(10)
+        if top is None:
+            woken, top = subscription.wait_announced(10)
+        assert (woken, top) == ({"default"}, 80)
+        jobs.enqueue(Work())  # the default priority: only the plain wake-up, as before
+        assert subscription.wait_announced(10) == ({"default"}, None)
+        assert subscription.wait_announced(0.3) == (set(), None)
+    finally:
+        listening.close()
+        jobs.reset()
+
+
+@pytest.mark.parametrize(
+    ("payload", "woken", "top"),
+    [
+        ("mail", {"mail"}, None),
+        ('{"queue":"mail","priority":5}', {"mail"}, 5),
+        ('{"queue":"mail","priority":500}', set(), None),  # not a priority: a queue's name
+        ('{"queue":"mail"', set(), None),
+        ("", {"mail", "default"}, None),
+    ],
+)
+def test_a_notification_payload_wakes_its_queue_and_announces_a_valid_priority(payload, woken, top):
+    from anole_jobs.stores.wakeups import WakeupHub, deliver_payload
+
+    hub = WakeupHub()
+    subscription = hub.subscribe(["mail", "default"])
+    deliver_payload(hub, payload)
+    assert subscription.wait_announced(0) == (woken, top)
+
+
 def test_the_listener_reconnects_after_its_backend_is_terminated():
     listening, sending = two_stores()
     try:

@@ -537,6 +537,42 @@ def test_an_insert_publishes_its_own_wake_up_in_its_script(
     assert calls == ["EVALSHA", "PUBLISH"]
 
 
+def test_an_insert_announces_its_top_priority_to_other_processes(
+    make_store: Callable[..., RedisStore],
+) -> None:
+    publisher, watcher = make_store(), make_store()
+    subscription = watcher.subscribe(["a", "b"])
+    assert watcher.listener().subscribed.wait(WAIT)  # type: ignore[union-attr]
+    subscription.wait(0)
+    publisher.insert([new_job(queue="a", priority=p) for p in (3, 60, -5)])
+    assert subscription.wait_announced(WAIT) == ({"a"}, 60)
+    publisher.insert([new_job(queue="b", priority=-100)])
+    assert subscription.wait_announced(WAIT) == ({"b"}, -100)
+    publisher.wake(["a"])  # a maintenance wake-up announces nothing
+    assert subscription.wait_announced(WAIT) == ({"a"}, None)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        '{"from":"x","queues":["a"]}',  # an older sender: no priorities
+        '{"from":"x","queues":["a"],"top":{"a":"9"}}',
+        '{"from":"x","queues":["a"],"top":{"a":true}}',
+        '{"from":"x","queues":["a"],"top":{"a":1000}}',
+        '{"from":"x","queues":["a"],"top":{"b":5}}',
+        '{"from":"x","queues":["a"],"top":[5]}',
+    ],
+)
+def test_a_wake_up_without_a_valid_priority_still_wakes_and_announces_nothing(
+    make_store: Callable[..., RedisStore], message: str
+) -> None:
+    store = make_store()
+    listener = listener_module.Listener(store.client, store.channel, store.wakeups, "me")
+    subscription = store.wakeups.subscribe(["a"])
+    listener._deliver(message)
+    assert subscription.wait_announced(0) == ({"a"}, None)
+
+
 def test_channels_differ_per_prefix_and_per_database(
     make_store: Callable[..., RedisStore], prefix: str
 ) -> None:

@@ -90,3 +90,22 @@ def test_a_cron_tick_wakes_its_queue(env):
     env.clock.advance(timedelta(minutes=1))
     env.jobs.step()
     assert "default" in subscription.wait(0)
+
+
+def test_an_enqueue_announces_the_highest_priority_it_made_available(env):
+    subscription = waiter(env)
+    env.jobs.enqueue(Work(), priority=7)
+    assert subscription.wait_announced(0) == ({"default"}, 7)
+    env.jobs.enqueue_many([Work(), Work()], queue="mail", priority=-3)
+    env.jobs.enqueue_many([Work()], queue="mail", priority=40)
+    env.jobs.enqueue(Work(), queue="mail", priority=90, delay=60)  # scheduled: not announced
+    assert subscription.wait_announced(0) == ({"mail"}, 40)
+    env.jobs.retry(env.jobs.enqueue(Work(), delay=60).id)  # a retry wakes, announcing nothing
+    assert subscription.wait_announced(0) == ({"default"}, None)
+
+
+def test_a_waiter_hears_only_the_priorities_of_its_own_queues(env):
+    subscription = env.store.wakeups.subscribe(["mail"])
+    env.jobs.enqueue(Work(), priority=100)
+    env.jobs.enqueue(Work(), queue="mail", priority=1)
+    assert subscription.wait_announced(0) == ({"mail"}, 1)

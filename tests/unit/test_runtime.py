@@ -228,7 +228,7 @@ def finish(pool: Any, count: int) -> None:
 def test_claim_ahead_follows_the_queue_rate_within_its_bounds(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from anole_jobs.worker.queue import AHEAD_MAX, AHEAD_SECONDS
+    from anole_jobs.worker.queue import AHEAD_MAX, AHEAD_SECONDS, CLAIM_CHUNK, CLAIM_COVER
 
     pool, clock = idle_pool(monkeypatch, concurrency=10)
     jobs.enqueue_many([Work() for _ in range(5000)])
@@ -249,34 +249,79 @@ def test_claim_ahead_follows_the_queue_rate_within_its_bounds(
     clock.now += 1.0
     expected = int(2000 * AHEAD_SECONDS)
     assert pool.wanted() == 10 + expected and pool.ahead == expected
-    # A faster one is capped.
+    # A faster one is capped, and claimed in chunks.
     pool._rate = 0.0
     pool._finished += int(10 * AHEAD_MAX / AHEAD_SECONDS)
     clock.now += 1.0
-    assert pool.wanted() == 10 + AHEAD_MAX
+    assert pool.wanted() == CLAIM_CHUNK and pool.ahead == AHEAD_MAX
+    # Claims that take longer than AHEAD_SECONDS: the reserve lasts CLAIM_COVER of them.
+    pool._rate = 0.0
+    pool._finished += 2000
+    clock.now += 1.0
+    pool.claim_took(AHEAD_SECONDS * 2)
+    pool.wanted()
+    assert pool.ahead == int(2000 * CLAIM_COVER * AHEAD_SECONDS * 2)
+
+
+def test_the_rate_is_measured_over_a_window_not_between_two_close_looks(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anole_jobs.worker.queue import AHEAD_SECONDS, RATE_WINDOW
+
+    pool, clock = idle_pool(monkeypatch, concurrency=10)
+    jobs.enqueue_many([Work() for _ in range(50)])
+    pool.wanted()  # the first look starts the measurement
+    pool.hand_out(claim(20))
+    clock.now += RATE_WINDOW / 10
+    finish(pool, 20)  # twenty runs end together, a moment after the first look
+    assert pool.wanted() == 10 and pool.ahead == 0  # not 200 runs a second: too short to say
+    clock.now += RATE_WINDOW  # over the whole window, 20 runs in 1.1 windows
+    pool.wanted()
+    assert pool.ahead == int(20 / (1.1 * RATE_WINDOW) * AHEAD_SECONDS)
+
+
+def test_a_refill_larger_than_a_chunk_is_claimed_in_chunks_in_a_row(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anole_jobs.worker.queue import CLAIM_CHUNK
+
+    pool, _clock = idle_pool(monkeypatch, concurrency=4)
+    pool.ahead = 2 * CLAIM_CHUNK  # as measured on a fast queue
+    jobs.enqueue_many([Work() for _ in range(3 * CLAIM_CHUNK)])
+    pool.subscription.wait(0)
+    rounds = [dispatch_once(pool) for _ in range(4)]
+    # Three round trips in a row fill slots and reserve, then it waits for the low water.
+    assert rounds == [[CLAIM_CHUNK], [CLAIM_CHUNK], [4], []]
+    assert pool.filling is False and len(list(pool.runs)) == 4 + 2 * CLAIM_CHUNK
 
 
 def test_slow_jobs_that_finish_together_keep_no_reserve(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Four one-second jobs started together end within milliseconds of each other; the
-    dispatcher, woken as they end, must not read that burst as a fast queue and claim a
+    """Twenty one-second jobs started together end within a tenth of a second of each other;
+    the dispatcher, woken as they end, must not read that burst as a fast queue and claim a
     reserve that would sit `running` behind busy slots while another worker idles."""
-    pool, clock = idle_pool(monkeypatch, concurrency=4)
-    jobs.enqueue_many([Work() for _ in range(16)])
-    assert pool.wanted() == 4
-    pool.hand_out(claim(4))
+    from anole_jobs.worker.queue import AHEAD_SECONDS
+
+    slots = 20
+    pool, clock = idle_pool(monkeypatch, concurrency=slots)
+    jobs.enqueue_many([Work() for _ in range(4 * slots)])
+    assert pool.wanted() == slots
+    pool.hand_out(claim(slots))
     for _wave in range(3):
-        clock.now += 1.0  # the wave ran for a second...
-        for slot in range(4):  # ...and its jobs end 2 ms apart, the dispatcher woken each time
+        clock.now += 0.99  # the wave ran for a second, the idle dispatcher looking in...
+        assert pool.wanted() == 0
+        clock.now += 0.01
+        for slot in range(slots):  # ...and its jobs end 5 ms apart, waking the dispatcher
             pool._slot_work[slot] += 1.0  # what the slot records of its run
             finish(pool, 1)
-            clock.now += 0.002
+            clock.now += 0.005
             wanted = pool.wanted()
             assert pool.ahead == 0, (pool._rate, pool._run_seconds)
-            assert wanted <= 4 - len([*pool.runs]), (wanted, [*pool.runs])
+            assert wanted <= slots - len([*pool.runs]), (wanted, [*pool.runs])
             pool.hand_out(claim(wanted))
-    assert pool._rate > 100  # the bursts alone would have kept a reserve
+    # The bursts alone read as a queue fast enough for a reserve; the run time says not.
+    assert int(pool._rate * AHEAD_SECONDS) > 0, pool._rate
     assert pool._run_seconds == pytest.approx(1.0)
 
 
@@ -325,6 +370,148 @@ def claim(limit: int) -> list[Any]:
     return jobs.service.store.claim(
         "default", kinds=None, limit=limit, now=now, lease_until=now, worker="test"
     )
+
+
+class StartOrder:
+    """An executor and completer for a pool's slot run in the test's thread: records the id of
+    each job a slot starts, in order, and runs nothing."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+
+    def start_span(self, claimed: Any) -> None:
+        return None
+
+    def run(self, claimed: Any, scope: Any, span: Any) -> Any:
+        self.started.append(claimed.record.id)
+        return claimed
+
+    def report(self, attempt: Any) -> None:
+        pass
+
+    def submit(self, attempt: Any) -> None:
+        pass
+
+
+def run_slot(pool: Any) -> list[int]:
+    """Start every job the pool holds, in one slot in this thread; the ids in start order."""
+    from anole_jobs.worker.queue import _STOP
+
+    order = StartOrder()
+    pool.executor = pool.completer = order
+    pool._inbox.put(_STOP)
+    pool._slot(0)
+    return order.started
+
+
+def test_held_jobs_start_highest_priority_first_then_in_claim_order(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool, _clock = idle_pool(monkeypatch, concurrency=2)
+    low = [jobs.enqueue(Work(), priority=p).id for p in (0, 0, 5, 0)]
+    pool.hand_out(claim(4))  # the store's claim order: 5, then the zeros oldest first
+    later = [jobs.enqueue(Work(), priority=p).id for p in (100, 0)]
+    pool.hand_out(claim(2))  # claimed after them, but the 100 overtakes every job held
+    assert run_slot(pool) == [later[0], low[2], low[0], low[1], low[3], later[1]]
+    assert pool.wanted() == 2  # every held job ran and left: the slots are free again
+
+
+def test_the_drain_takes_back_unstarted_jobs_and_their_slots_find_none(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool, _clock = idle_pool(monkeypatch, concurrency=2)
+    ids = [jobs.enqueue(Work(), priority=p).id for p in (0, 100, 0)]
+    pool.hand_out(claim(3))
+    taken = pool.take_unstarted()
+    assert [c.record.id for c in taken] == [ids[1], ids[0], ids[2]]
+    assert list(pool.runs) == [] and run_slot(pool) == []  # three tokens, no job behind them
+
+
+def announcing_pool(monkeypatch: pytest.MonkeyPatch, *, concurrency: int, ahead: int) -> Any:
+    """A pool of a queue of short jobs holding its slots and reserve full of priority-0 jobs
+    (claimed, none started), with the backlog's wake-ups already read."""
+    pool, _clock = idle_pool(monkeypatch, concurrency=concurrency)
+    pool.ahead = ahead  # as measured on a queue of short jobs (the clock does not move here)
+    jobs.enqueue_many([Work() for _ in range(concurrency + ahead + 20)])
+    pool.hand_out(claim(concurrency + ahead))
+    pool.subscription.wait(0)
+    return pool
+
+
+def dispatch_once(pool: Any) -> list[int]:
+    """One round of the dispatcher after the wake-ups so far (no wait); the limits of the
+    store's claims it made."""
+    limits: list[int] = []
+    store = pool.service.store
+    claim_ = store.claim
+
+    def spy(queue: str, **kwargs: Any) -> Any:
+        limits.append(kwargs["limit"])
+        return claim_(queue, **kwargs)
+
+    store.claim = spy
+    try:
+        pool.dispatcher.pause(0.001)  # returns at once while a wake-up is pending
+        pool.dispatcher.run_once()
+    finally:
+        del store.claim
+    return limits
+
+
+def test_a_wake_up_announcing_a_higher_priority_claims_it_at_once_into_the_lane(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anole_jobs.worker.queue import LANE
+
+    pool = announcing_pool(monkeypatch, concurrency=2, ahead=4)
+    assert pool.wanted() == 0  # full: no batch before it is down to its low water
+    assert dispatch_once(pool) == []  # no wake-up, no claim
+    jobs.enqueue(Work())  # at the priority held: waits for the next batch as before
+    assert dispatch_once(pool) == []
+    urgent = jobs.enqueue(Work(), priority=100).id
+    assert dispatch_once(pool) == [LANE]  # claimed at once, the highest priority first
+    started = run_slot(pool)
+    assert started[0] == urgent and len(started) == 2 + 4 + LANE
+
+
+def test_the_lane_is_bounded_and_unused_when_nothing_lower_is_held(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anole_jobs.worker.queue import LANE
+
+    pool = announcing_pool(monkeypatch, concurrency=2, ahead=4)
+    jobs.enqueue(Work(), priority=50)
+    assert dispatch_once(pool) == [LANE]
+    jobs.enqueue(Work(), priority=100)
+    assert dispatch_once(pool) == []  # the lane is full until held jobs start
+    assert pool.lane_room(100) == 0
+    # Once a job of the lane started and left, there is room for one more.
+    run = next(r for r in pool.runs if r.claimed.record.priority == 50)
+    with pool._held_lock:
+        pool._held = [item for item in pool._held if item[2] is not run]
+    pool._release(run)
+    assert pool.lane_room(100) == 1 and pool.lane_room(0) == 0
+
+    # Slow jobs keep nothing ahead: the pool claims its free slots only, and no lane even
+    # while the jobs just claimed have not reached their slots yet.
+    slow, _clock = idle_pool(monkeypatch, concurrency=2)
+    slow.hand_out(claim(2))
+    slow.subscription.wait(0)
+    jobs.enqueue(Work(), priority=100)
+    assert slow.ahead == 0 and dispatch_once(slow) == []
+
+
+def test_announced_priorities_reach_the_dispatcher_as_the_highest_since_its_last_round(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = announcing_pool(monkeypatch, concurrency=1, ahead=2)
+    store = pool.service.store
+    store.wakeups.wake({"default": 3})
+    store.wakeups.wake({"other": 100})  # not this pool's queue
+    store.wakeups.wake({"default": 7})
+    store.wakeups.wake(["default"])  # a plain wake-up (a retry, a rescue) announces nothing
+    pool.dispatcher.pause(0.001)
+    assert pool.dispatcher.announced == 7
 
 
 @pytest.mark.django_db(transaction=True)

@@ -80,6 +80,7 @@ from anole_jobs.stores.stats import (
     minute_number,
     roll_up_rows,
 )
+from anole_jobs.stores.wakeups import announce
 
 #: The columns every read selects, in `_record`'s order.
 COLUMNS = (
@@ -295,11 +296,12 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
 
     def _insert(
         self, cursor: CursorWrapper, jobs: Sequence[NewJob]
-    ) -> tuple[list[Inserted], set[str]]:
-        """Insert `jobs`; returns their results and the queues to wake (PostgreSQL's statement
-        has already sent their NOTIFY, which the server delivers at commit)."""
+    ) -> tuple[list[Inserted], dict[str, int]]:
+        """Insert `jobs`; returns their results and the queues to wake with their top priority
+        (PostgreSQL's statement has already sent their NOTIFY, which the server delivers at
+        commit)."""
         results: list[Inserted | None] = [None] * len(jobs)
-        woken: set[str] = set()
+        woken: dict[str, int] = {}
         pending = list(range(len(jobs)))
         for _ in range(INSERT_ROUNDS):
             rows = sorted(self.insert_rows(cursor, [jobs[i] for i in pending]))
@@ -318,7 +320,7 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
                     skipped.append(i)
                     continue
                 if job.state == "available":
-                    woken.add(job.queue)
+                    announce(woken, job.queue, job.priority)
             if not skipped:
                 break
             holders = self._holders(cursor, {jobs[i].unique_key for i in skipped})  # type: ignore[misc]

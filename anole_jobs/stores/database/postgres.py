@@ -43,7 +43,7 @@ from anole_jobs.stores.database.base import (
 )
 from anole_jobs.stores.database.ddl import STAT_COLUMNS, stat_table
 from anole_jobs.stores.database.pg_session import AdvisoryLeadership, Listener
-from anole_jobs.stores.wakeups import Subscription
+from anole_jobs.stores.wakeups import Subscription, deliver_payload, priority_payload
 
 #: ``lease_until`` as Python's ``datetime.isoformat()`` writes an aware UTC time, so a rescue's
 #: error message reads exactly as the memory store's (microseconds only when not zero).
@@ -122,7 +122,7 @@ class PostgresStore(SQLStore):
         if self.notify:
             with self._listener_lock:
                 if self._listener is None:
-                    self._listener = Listener(self.alias, self.channel, self.wakeups.wake)
+                    self._listener = Listener(self.alias, self.channel, self._deliver_wake)
                     self._listener.start()
         return subscription
 
@@ -136,6 +136,12 @@ class PostgresStore(SQLStore):
                     )
                     self._done_listener.start()
         return subscription
+
+    def _deliver_wake(self, payloads: list[str]) -> None:
+        if not payloads:
+            self.wakeups.wake(())
+        for payload in payloads:
+            deliver_payload(self.wakeups, payload)
 
     def _deliver_done(self, payloads: list[str]) -> None:
         # A payload is ids joined by commas; none (a reconnection, or "") wakes every waiter.
@@ -252,8 +258,14 @@ class PostgresStore(SQLStore):
         (values,) = insert_values([job], encode_args=encode_json, encode_time=_as_is)
         params: list[Any] = [*values, job.unique_key]
         if self.notify and job.state == "available":
-            sql = f"WITH ins AS ({insert}) SELECT id, unique_lock, pg_notify(%s, %s) FROM ins"
+            notify = "pg_notify(%s, %s)"
             params += [self.channel, job.queue]
+            if job.priority > 0:
+                # Above the default priority the wake-up also announces it (wakeups.py), so a
+                # worker holding lower jobs claimed ahead claims this one at once.
+                notify += ", pg_notify(%s, %s)"
+                params += [self.channel, priority_payload(job.queue, job.priority)]
+            sql = f"WITH ins AS ({insert}) SELECT id, unique_lock, {notify} FROM ins"
             cursor.execute(sql, params)
             return [(row[0], row[1]) for row in cursor.fetchall()]
         cursor.execute(insert, params)

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from typing import Any
 
 from anole_jobs.background import BackgroundThread
-from anole_jobs.stores.wakeups import WakeupHub
+from anole_jobs.stores.wakeups import WakeupHub, valid_priority
 
 logger = logging.getLogger("anole_jobs.stores.redis")
 
@@ -106,8 +106,18 @@ class Listener(BackgroundThread):
             payload = json.loads(data)
             queues = [str(queue) for queue in payload["queues"]]
             sender = payload.get("from")
+            top = payload.get("top")
         except (ValueError, KeyError, TypeError):
             logger.warning("ignoring a malformed wake-up message on %s: %r", self.channel, data)
             return
-        if sender != self._sender:  # no queues: wake every waiter, as `WakeupHub.wake` does
+        if sender == self._sender:
+            return
+        if (
+            queues
+            and isinstance(top, dict)
+            and all(valid_priority(top.get(queue)) for queue in queues)
+        ):
+            # The priorities announced (from a sender that has them; an older one has none).
+            self._hub.wake({queue: top[queue] for queue in queues})
+        else:  # no queues: wake every waiter, as `WakeupHub.wake` does
             self._hub.wake(queues)

@@ -4,7 +4,8 @@
 -- Unique keys are resolved here, atomically: concurrent inserts of one key insert exactly
 -- one (the caller removed duplicates within the batch). The wake-up for the queues that got
 -- an available job is published from here too, so an enqueue stays one round trip (store.py
--- wakes this process's own waiters). Returns ONE string "id1,inserted1,id2,inserted2,...":
+-- wakes this process's own waiters), with the highest priority of each queue's new jobs
+-- (`top`, which a worker holding lower jobs claimed ahead claims at once). Returns ONE string "id1,inserted1,id2,inserted2,...":
 -- parsing a reply of 2n integers cost the client more than the whole script.
 local channel, sender, n = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local batch = cjson.decode(ARGV[5])
@@ -17,7 +18,7 @@ for k = 0, n - 1 do
 end
 local next_id = 0
 if fresh > 0 then next_id = take_ids(fresh) end
-local out, woken, queues = {}, {}, {}
+local out, woken, queues, top = {}, {}, {}, {}
 for k = 0, n - 1 do
   local first = 1 + k * NEW_JOB_FIELDS
   if held[k] then
@@ -30,14 +31,20 @@ for k = 0, n - 1 do
     out[#out + 1] = id
     out[#out + 1] = '1'
     local queue = batch[first + 1]
-    if batch[first + 2] == 'available' and not woken[queue] then
-      woken[queue] = true
-      queues[#queues + 1] = queue
+    if batch[first + 2] == 'available' then
+      local priority = tonumber(batch[first + 5])
+      if not woken[queue] then
+        woken[queue] = true
+        queues[#queues + 1] = queue
+        top[queue] = priority
+      elseif priority > top[queue] then
+        top[queue] = priority
+      end
     end
   end
 end
 if #queues > 0 then
   table.sort(queues)
-  redis.call('PUBLISH', channel, cjson.encode({from = sender, queues = queues}))
+  redis.call('PUBLISH', channel, cjson.encode({from = sender, queues = queues, top = top}))
 end
 return done(table.concat(out, ','))
