@@ -216,7 +216,7 @@ class _Provider:
     at all, the span name of each queue, and where its span processors keep their shut-down
     flags."""
 
-    __slots__ = ("_checked", "_flags", "_multi", "names", "provider", "tracer")
+    __slots__ = ("_checked", "_flags", "_multi", "names", "provider", "tracer", "unset")
 
     def __init__(self, provider: object) -> None:
         assert trace is not None
@@ -228,6 +228,8 @@ class _Provider:
             trace.get_tracer(TRACER_NAME, tracer_provider=provider) if recording else None  # type: ignore[arg-type]
         )
         self.names: dict[str, str] = {}
+        #: True for the API's proxy while no provider is set (see `_provider`).
+        self.unset = False
         self._multi = getattr(provider, "_active_span_processor", None)
         self._checked: object = None
         self._flags: tuple[tuple[object, object], ...] = ()
@@ -255,19 +257,29 @@ class _Provider:
 
 
 _provider_cache: _Provider | None = None
+#: Whether the API keeps its global provider where `_provider` reads it (else it asks the API).
+_GLOBAL_READABLE = trace is not None and hasattr(trace, "_TRACER_PROVIDER")
 
 
 def _provider() -> _Provider:
-    """The current global provider's `_Provider`, kept while that provider stays the same."""
+    """The current global provider's `_Provider`, kept while that provider stays the same.
+
+    Read from the API's global without `get_tracer_provider()`'s environment lookup on every
+    run. While none is set, the API answers with its proxy unless the environment names a
+    provider (`OTEL_PYTHON_TRACER_PROVIDER`, which it then loads and sets at once): asked once,
+    that answer stands until a provider is set, which is seen at the next run."""
     global _provider_cache
     assert trace is not None
-    # The global, read without `get_tracer_provider()`'s environment lookup on every run; the
-    # API's own call when none is set yet (a proxy, or the one OTEL_PYTHON_TRACER_PROVIDER names).
-    provider = getattr(trace, "_TRACER_PROVIDER", None) or trace.get_tracer_provider()
     cached = _provider_cache
+    provider = trace._TRACER_PROVIDER if _GLOBAL_READABLE else None  # noqa: SLF001
+    if provider is None:
+        if _GLOBAL_READABLE and cached is not None and cached.unset:
+            return cached
+        provider = trace.get_tracer_provider()
     if cached is not None and cached.provider is provider:
         return cached
     cached = _provider_cache = _Provider(provider)
+    cached.unset = _GLOBAL_READABLE and trace._TRACER_PROVIDER is None  # noqa: SLF001
     return cached
 
 
