@@ -106,66 +106,68 @@ def inject_context(meta: dict[str, Any], request: object | None) -> None:
 # -- run side: one span per attempt, linked to the carried context ----------------------------
 class RunSpan:
     """One attempt's span. This base class records nothing: it is what runs get when tracing
-    is off, OpenTelemetry is missing, or `sample_all=False` skips the run. It still makes the
-    job's stored context current, so jobs enqueued by the handler carry it on (flags as they
-    were)."""
+    is off, OpenTelemetry is missing, no tracer provider is set, or `sample_all=False` skips
+    the run. It still makes the job's stored context current, so jobs enqueued by the handler
+    carry it on (flags as they were).
 
-    trace_id: str | None = None
-    span_id: str | None = None
+    `activate()` returns the span itself as the context manager of the handler's `with`
+    block (entered once per run): no other object is made per run for it."""
+
+    __slots__ = ("_carried", "_run_token", "span_id", "trace_id")
 
     def __init__(self, carried: tuple[str, str | None] | None = None) -> None:
         self._carried = carried
+        self._run_token: contextvars.Token[tuple[str, str | None] | None] | None = None
+        #: The run span's ids as hex (32 and 16 digits), None when no span is recorded.
+        self.trace_id: str | None = None
+        self.span_id: str | None = None
 
     def activate(self) -> AbstractContextManager[None]:
         """Make this run current while its handler runs (in the handler's thread)."""
-        return _Activation(self._carried, None)
+        return self
+
+    def __enter__(self) -> None:
+        self._run_token = current_run_context.set(self._carried)
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._run_token is not None
+        current_run_context.reset(self._run_token)
 
     def end(self, outcome: str, error_type: str | None) -> None:
         """Record the final outcome; called once, after the fenced write decided it."""
 
 
-class _Activation:
-    """Sets the carried context (and the run's span, when one is recorded) for one `with`
-    block. A plain class, not a generator: it runs once per job, on the hot path."""
+class _RecordedRunSpan(RunSpan):
+    __slots__ = ("_ended", "_otel_token", "_provider", "_span")
 
-    __slots__ = ("_carried", "_span", "_tokens")
-
-    def __init__(self, carried: tuple[str, str | None] | None, span: Any) -> None:
+    def __init__(
+        self, span: Any, carried: tuple[str, str | None] | None, provider: _Provider
+    ) -> None:
         self._carried = carried
+        self._run_token = None
         self._span = span
-        self._tokens: tuple[Any, Any] | None = None
+        self._provider = provider
+        self._ended = False
+        self._otel_token: Any = None
+        # A SpanContext is a tuple: (trace_id, span_id, is_remote, flags, state, is_valid).
+        span_context = span.get_span_context()
+        if span_context[5]:
+            self.trace_id = f"{span_context[0]:032x}"
+            self.span_id = f"{span_context[1]:016x}"
+        else:
+            self.trace_id = self.span_id = None
 
     def __enter__(self) -> None:
-        run_token = current_run_context.set(self._carried)
-        otel_token = None
-        if self._span is not None:
-            assert trace is not None and otel_context is not None
-            otel_token = otel_context.attach(trace.set_span_in_context(self._span))
-        self._tokens = (run_token, otel_token)
-
-    def __exit__(self, *exc_info: object) -> None:
-        assert self._tokens is not None
-        run_token, otel_token = self._tokens
-        if otel_token is not None:
-            assert otel_context is not None
-            otel_context.detach(otel_token)
-        current_run_context.reset(run_token)
-
-
-class _RecordedRunSpan(RunSpan):
-    def __init__(self, span: Any, carried: tuple[str, str | None] | None) -> None:
-        super().__init__(carried)
-        self._span = span
-        self._ended = False
-        span_context = span.get_span_context()
-        if span_context.is_valid:
-            self.trace_id = f"{span_context.trace_id:032x}"
-            self.span_id = f"{span_context.span_id:016x}"
-
-    def activate(self) -> AbstractContextManager[None]:
         # The run's own span is what jobs enqueued by the handler carry; the stored
         # context stays in `current_run_context` for a span the sampler did not record.
-        return _Activation(self._carried, self._span)
+        assert trace is not None and otel_context is not None
+        self._run_token = current_run_context.set(self._carried)
+        self._otel_token = otel_context.attach(trace.set_span_in_context(self._span))
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert otel_context is not None and self._run_token is not None
+        otel_context.detach(self._otel_token)
+        current_run_context.reset(self._run_token)
 
     def end(self, outcome: str, error_type: str | None) -> None:
         assert trace is not None
@@ -177,7 +179,7 @@ class _RecordedRunSpan(RunSpan):
         if error_type and outcome not in NOT_FAILURES:
             span.set_attribute("error.type", error_type)
             span.set_status(trace.Status(trace.StatusCode.ERROR))
-        if _provider_shut_down():
+        if self._provider.shut_down():
             dropped.add()
             return
         try:
@@ -208,67 +210,119 @@ class DroppedSpans:
 dropped = DroppedSpans()
 
 
-def _provider_shut_down() -> bool:
-    """Whether the SDK provider's span processors have all shut down. The OpenTelemetry API
-    has no public flag for it; the SDK keeps one per processor."""
-    if trace is None:
-        return False
-    provider = trace.get_tracer_provider()
-    multi = getattr(provider, "_active_span_processor", None)
-    processors = getattr(multi, "_span_processors", None)
-    if not processors:
-        return False
-    return all(_processor_shut_down(processor) for processor in processors)
+class _Provider:
+    """What runs need from one global tracer provider, looked up once for it: its tracer
+    (an SDK `get_tracer` builds a new tracer each call: too slow per run), whether it records
+    at all, the span name of each queue, and where its span processors keep their shut-down
+    flags."""
 
+    __slots__ = ("_checked", "_flags", "_multi", "names", "provider", "tracer", "unset")
 
-def _processor_shut_down(processor: object) -> bool:
-    if getattr(processor, "_shutdown", False) is True:
+    def __init__(self, provider: object) -> None:
+        assert trace is not None
+        self.provider = provider
+        # No provider set yet (a proxy), or the API's no-op one: spans would record nothing,
+        # so runs skip them and their context switches. A provider set later is seen at once.
+        recording = not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+        self.tracer: Any = (
+            trace.get_tracer(TRACER_NAME, tracer_provider=provider) if recording else None  # type: ignore[arg-type]
+        )
+        self.names: dict[str, str] = {}
+        #: True for the API's proxy while no provider is set (see `_provider`).
+        self.unset = False
+        self._multi = getattr(provider, "_active_span_processor", None)
+        self._checked: object = None
+        self._flags: tuple[tuple[object, object], ...] = ()
+
+    def shut_down(self) -> bool:
+        """Whether the SDK provider's span processors have all shut down. The OpenTelemetry API
+        has no public flag for it; the SDK keeps one per processor (a `BatchSpanProcessor`
+        from SDK 1.28 on, in its inner batch processor)."""
+        processors = getattr(self._multi, "_span_processors", None)
+        if processors is not self._checked:  # the SDK replaces the tuple when one is added
+            self._checked = processors
+            self._flags = tuple(
+                (processor, getattr(processor, "_batch_processor", None))
+                for processor in processors or ()
+            )
+        if not self._flags:
+            return False
+        for processor, inner in self._flags:
+            if (
+                getattr(processor, "_shutdown", False) is not True
+                and getattr(inner, "_shutdown", False) is not True
+            ):
+                return False
         return True
-    inner = getattr(processor, "_batch_processor", None)  # BatchSpanProcessor (SDK >= 1.28)
-    return getattr(inner, "_shutdown", False) is True
+
+
+_provider_cache: _Provider | None = None
+#: Whether the API keeps its global provider where `_provider` reads it (else it asks the API).
+_GLOBAL_READABLE = trace is not None and hasattr(trace, "_TRACER_PROVIDER")
+
+
+def _provider() -> _Provider:
+    """The current global provider's `_Provider`, kept while that provider stays the same.
+
+    Read from the API's global without `get_tracer_provider()`'s environment lookup on every
+    run. While none is set, the API answers with its proxy unless the environment names a
+    provider (`OTEL_PYTHON_TRACER_PROVIDER`, which it then loads and sets at once): asked once,
+    that answer stands until a provider is set, which is seen at the next run."""
+    global _provider_cache
+    assert trace is not None
+    cached = _provider_cache
+    provider = trace._TRACER_PROVIDER if _GLOBAL_READABLE else None  # noqa: SLF001
+    if provider is None:
+        if _GLOBAL_READABLE and cached is not None and cached.unset:
+            return cached
+        provider = trace.get_tracer_provider()
+    if cached is not None and cached.provider is provider:
+        return cached
+    cached = _provider_cache = _Provider(provider)
+    cached.unset = _GLOBAL_READABLE and trace._TRACER_PROVIDER is None  # noqa: SLF001
+    return cached
 
 
 def _stored_context(meta: object) -> tuple[str, str | None] | None:
     # A stored row's meta is not trusted to be an object: a malformed one carries no context
     # (and the run goes on to be discarded for its own reasons), never an error here.
-    if not isinstance(meta, Mapping):
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         return None
     parent = meta.get("traceparent")
-    if not isinstance(parent, str) or not TRACEPARENT_RE.match(parent):
+    if parent is None or not isinstance(parent, str) or not TRACEPARENT_RE.match(parent):
         return None
     state = meta.get("tracestate")
     return parent, state if isinstance(state, str) and state else None
 
 
+#: The links to the enqueuers' contexts parsed lately (None: an all-zero id, no link): the
+#: jobs of one batch, or of one handler's enqueues, carry the same context. Bounded: emptied
+#: when full. A link is shared by the spans that take it: it holds only the enqueuer's span
+#: context (immutable) and no attributes (the SDK gives each span's links an empty,
+#: immutable set of them).
+_links: dict[tuple[str, str | None], Any] = {}
+LINKS_MAX = 256
+_NO_LINK = object()
+
+
 def _link(carried: tuple[str, str | None]) -> Any:
-    assert trace is not None
-    _version, trace_id, span_id, flags = carried[0].split("-")
-    span_context = trace.SpanContext(
-        trace_id=int(trace_id, 16),
-        span_id=int(span_id, 16),
-        is_remote=True,
-        trace_flags=trace.TraceFlags(int(flags, 16)),
-        trace_state=trace.TraceState.from_header([carried[1]]) if carried[1] else None,
-    )
-    return trace.Link(span_context) if span_context.is_valid else None
-
-
-_tracer_cache: tuple[object, Any] | None = None
-
-
-def _tracer() -> Any:
-    """The app's tracer from the current global provider, cached while that provider stays
-    the same (an SDK `get_tracer` builds a new tracer each call: too slow per run)."""
-    global _tracer_cache
-    assert trace is not None
-    provider = trace.get_tracer_provider()
-    cached = _tracer_cache
-    if cached is not None and cached[0] is provider:
-        return cached[1]
-    tracer = trace.get_tracer(TRACER_NAME, tracer_provider=provider)
-    # A proxy provider (none set yet) hands out a proxy tracer that follows the real one.
-    _tracer_cache = (provider, tracer)
-    return tracer
+    link = _links.get(carried, _NO_LINK)
+    if link is _NO_LINK:
+        assert trace is not None
+        parent, state = carried  # checked: 00-<32 hex>-<16 hex>-<2 hex>
+        flags = _FLAGS.get(parent[53:])
+        span_context = trace.SpanContext(
+            int(parent[3:35], 16),
+            int(parent[36:52], 16),
+            True,  # remote
+            flags if flags is not None else trace.TraceFlags(int(parent[53:], 16)),
+            trace.TraceState.from_header([state]) if state else None,
+        )
+        link = trace.Link(span_context) if span_context.is_valid else None
+        if len(_links) >= LINKS_MAX:
+            _links.clear()
+        _links[carried] = link
+    return link
 
 
 def _sampled(carried: tuple[str, str | None] | None) -> bool:
@@ -292,17 +346,18 @@ def start_run_span(
     if not settings.sample_all and not _sampled(carried):
         # Recorded only when the enqueuer's context was sampled (no context: not recorded).
         return RunSpan(carried)
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        # No provider configured (yet): its tracer records nothing, so skip the no-op span
-        # and its context switches; this runs once per job.
+    provider = _provider()
+    if provider.tracer is None:
         return RunSpan(carried)
     link = _link(carried) if carried is not None else None
-    assert otel_context is not None
-    span = _tracer().start_span(
-        f"process {queue}",
-        context=otel_context.Context(),  # empty: a trace of its own, whatever is current
-        kind=trace.SpanKind.CONSUMER,
-        links=[link] if link is not None else None,
+    name = provider.names.get(queue)
+    if name is None:
+        name = provider.names[queue] = f"process {queue}"
+    span = provider.tracer.start_span(
+        name,
+        context=_EMPTY,  # a trace of its own, whatever is current
+        kind=_CONSUMER,
+        links=(link,) if link is not None else None,
         attributes={
             "messaging.system": "anole",
             "messaging.destination.name": queue,
@@ -313,4 +368,10 @@ def start_run_span(
             "anole.job.max_attempts": max_attempts,
         },
     )
-    return _RecordedRunSpan(span, carried)
+    return _RecordedRunSpan(span, carried, provider)
+
+
+if otel_context is not None and trace is not None:
+    _EMPTY = otel_context.Context()  # never changed: one for every run
+    _CONSUMER = trace.SpanKind.CONSUMER
+    _FLAGS = {"00": trace.TraceFlags(0), "01": trace.TraceFlags(1)}

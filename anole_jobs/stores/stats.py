@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 #: The run-time histogram's bucket upper bounds, in milliseconds (a run of exactly a bound
 #: falls in its bucket); runs longer than the last bound fall in one more bucket.
@@ -257,58 +257,74 @@ def roll_up(
 
 
 class MinuteCounters:
-    """The memory store's counters (the other stores keep the same in their own way)."""
+    """The memory store's counters (the other stores keep the same in their own way): one
+    mutable row per queue and minute, made a `StatsPoint` only when read."""
 
     def __init__(self) -> None:
-        self.minutes: dict[str, dict[int, StatsPoint]] = {}
+        # [started, completed, retried, dead, runtime buckets, total ms, max ms]
+        self._rows: dict[str, dict[int, list[Any]]] = {}
 
-    def _add(self, queue: str, at: datetime, **delta: int) -> None:
+    def _row(self, queue: str, at: datetime) -> list[Any]:
         number = minute_number(at)
-        per_queue = self.minutes.setdefault(queue, {})
-        point = per_queue.get(number) or StatsPoint(at=minute_start(number))
-        per_queue[number] = point.plus(StatsPoint(at=point.at, **delta))  # type: ignore[arg-type]
+        per_queue = self._rows.get(queue)
+        if per_queue is None:
+            per_queue = self._rows[queue] = {}
+        row = per_queue.get(number)
+        if row is None:
+            row = per_queue[number] = [0, 0, 0, 0, [0] * BUCKETS, 0, 0]
+        return row
 
     def started(self, queue: str, at: datetime) -> None:
-        self._add(queue, at, started=1)
+        self._row(queue, at)[0] += 1
 
     def completed(self, queue: str, started: datetime | None, ended: datetime) -> None:
         ms = run_ms(started, ended) if started is not None else 0
-        number = minute_number(ended)
-        per_queue = self.minutes.setdefault(queue, {})
-        point = per_queue.get(number) or StatsPoint(at=minute_start(number))
-        runtime = list(point.runtime)
-        runtime[bucket_of(ms)] += 1
-        per_queue[number] = replace(
-            point,
-            completed=point.completed + 1,
-            runtime=tuple(runtime),
-            runtime_total_ms=point.runtime_total_ms + ms,
-            runtime_max_ms=max(point.runtime_max_ms, ms),
-        )
+        row = self._row(queue, ended)
+        row[1] += 1
+        row[4][bucket_of(ms)] += 1
+        row[5] += ms
+        if ms > row[6]:
+            row[6] = ms
 
     def failed(self, queue: str, at: datetime, *, dead: bool) -> None:
-        if dead:
-            self._add(queue, at, dead=1)
-        else:
-            self._add(queue, at, retried=1)
+        self._row(queue, at)[3 if dead else 2] += 1
 
     def query(
         self, queues: Iterable[str] | None, since: datetime, until: datetime, resolution: Resolution
     ) -> dict[str, list[StatsPoint]]:
         first = minute_number(floor_time(since, resolution))
         last = minute_number(until)
-        wanted = self.minutes.keys() if queues is None else set(queues)
+        wanted = self._rows.keys() if queues is None else set(queues)
         selected = {
-            queue: {n: p for n, p in self.minutes.get(queue, {}).items() if first <= n <= last}
+            queue: {
+                n: _point(n, row)
+                for n, row in self._rows.get(queue, {}).items()
+                if first <= n <= last
+            }
             for queue in wanted
         }
         return roll_up(selected, resolution)
 
     def prune(self, now: datetime) -> None:
         oldest = minute_number(now - STATS_KEEP)
-        for queue in list(self.minutes):
-            kept = {n: p for n, p in self.minutes[queue].items() if n >= oldest}
+        for queue in list(self._rows):
+            kept = {n: r for n, r in self._rows[queue].items() if n >= oldest}
             if kept:
-                self.minutes[queue] = kept
+                self._rows[queue] = kept
             else:
-                del self.minutes[queue]
+                del self._rows[queue]
+
+
+def _point(number: int, row: list[Any]) -> StatsPoint:
+    """A `MinuteCounters` row as the minute's `StatsPoint`."""
+    started, completed, retried, dead, runtime, total_ms, max_ms = row
+    return StatsPoint(
+        at=minute_start(number),
+        started=started,
+        completed=completed,
+        retried=retried,
+        dead=dead,
+        runtime=tuple(runtime),
+        runtime_total_ms=total_ms,
+        runtime_max_ms=max_ms,
+    )

@@ -365,3 +365,200 @@ def test_a_bare_traceparent_header_is_stored_as_it_came(
     jobs.step()
     (run,) = traces.runs()
     assert hex_ids(run.links[0].context) == (ENQUEUER_TRACE, ENQUEUER_SPAN)
+
+
+# -- the run path's shortcuts: what is looked up once keeps each run's span right ------------
+def _parent(span_id: int, flags: str = "01", trace_id: str = ENQUEUER_TRACE) -> str:
+    return f"00-{trace_id}-{span_id:016x}-{flags}"
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_each_run_links_to_its_own_enqueuer_through_the_parsed_links(
+    manual: Any, traces: Traces, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(tracing, "LINKS_MAX", 2)  # the cache empties itself along the way
+    monkeypatch.setattr(tracing, "_links", {})
+    batch = jobs.enqueue_many([Work(tag=str(i)) for i in range(3)], meta={"traceparent": SAMPLED})
+    expected = {job.id: (ENQUEUER_SPAN, None, True) for job in batch}
+    # The same parent with and without a tracestate; W3C's random flag (02) beside sampled.
+    for i, (flags, state) in enumerate([("01", None), ("01", STATE), ("03", "a=1"), ("00", STATE)]):
+        meta = {"traceparent": _parent(0x1000 + i // 2, flags)}
+        if state:
+            meta["tracestate"] = state
+        job_id = jobs.enqueue(Work(tag=f"own {i}"), meta=meta).id
+        expected[job_id] = (f"{0x1000 + i // 2:016x}", state, flags != "00")
+    jobs.step()
+    seen = {}
+    for span in traces.runs():
+        (link,) = span.links
+        assert hex_ids(link.context)[0] == ENQUEUER_TRACE
+        assert link.context.is_remote
+        state = link.context.trace_state.to_header() or None
+        seen[int(span.attributes["messaging.message.id"])] = (
+            hex_ids(link.context)[1],
+            state,
+            link.context.trace_flags.sampled,
+        )
+        assert dict(link.attributes) == {}
+    assert seen == expected
+    assert len(tracing._links) <= 2
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_an_all_zero_enqueuer_context_gives_no_link_every_time(manual: Any, traces: Traces) -> None:
+    zero = _parent(0x1, trace_id="0" * 32)  # well formed, but not a valid context
+    for _ in range(2):  # the second run takes the parsed answer
+        jobs.enqueue(Work(), meta={"traceparent": zero})
+    jobs.step()
+    spans = traces.runs()
+    assert len(spans) == 2
+    assert all(span.links == () for span in spans)
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"traceparent": "00-abc-def-01"},
+        {"traceparent": 42},
+        {"traceparent": SAMPLED.upper()},
+        {"traceparent": SAMPLED, "tracestate": 7},
+    ],
+)
+def test_a_malformed_stored_context_is_ignored_or_dropped_alone(
+    manual: Any, traces: Traces, meta: dict[str, Any]
+) -> None:
+    jobs.enqueue(Work(), meta=meta)
+    jobs.step()
+    (span,) = traces.runs()
+    if meta["traceparent"] == SAMPLED:  # only the tracestate was not text: it is left out
+        (link,) = span.links
+        assert hex_ids(link.context) == (ENQUEUER_TRACE, ENQUEUER_SPAN)
+        assert link.context.trace_state.to_header() == ""
+    else:
+        assert span.links == ()
+    assert span.attributes["anole.job.outcome"] == "completed"
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_a_provider_set_or_replaced_later_is_used_from_the_next_run(
+    manual: Any, traces: Traces, monkeypatch: Any
+) -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    def note(job: Any, args: Any) -> None:
+        seen.append((job.trace_id, job.span_id))
+
+    action = hook(note)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)  # none set yet: no span
+    jobs.enqueue(Work(action=action), meta={"traceparent": SAMPLED})
+    jobs.step()
+    assert seen == [(None, None)]
+    assert traces.runs() == []
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", traces.provider)  # set: recorded at once
+    jobs.enqueue(Work(action=action), meta={"traceparent": SAMPLED})
+    jobs.step()
+    (first,) = traces.runs()
+    assert seen[-1] == hex_ids(first)
+
+    other = InMemorySpanExporter()
+    replaced = TracerProvider()
+    replaced.add_span_processor(SimpleSpanProcessor(other))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", replaced)  # replaced: the new one records
+    jobs.enqueue(Work(action=action), meta={"traceparent": SAMPLED})
+    jobs.step()
+    assert len(traces.runs()) == 1
+    (second,) = other.get_finished_spans()
+    assert second.name == "process default"
+    assert seen[-1] == hex_ids(second)
+    replaced.shutdown()
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_the_apis_no_op_provider_records_nothing_and_carries_the_context(
+    manual: Any, traces: Traces, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", trace.NoOpTracerProvider())
+    seen: dict[str, Any] = {}
+
+    def enqueue_child(job: Any, args: Any) -> None:
+        seen["ids"] = (job.trace_id, job.span_id)
+        seen["child"] = jobs.enqueue(Work(tag="child")).id
+
+    jobs.enqueue(
+        Work(action=hook(enqueue_child)), meta={"traceparent": SAMPLED, "tracestate": STATE}
+    )
+    jobs.step()
+    assert seen["ids"] == (None, None)
+    assert jobs.get(seen["child"]).meta == {"traceparent": SAMPLED, "tracestate": STATE}
+    assert traces.runs() == []
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+@pytest.mark.parametrize("action", ["ok", "fail"])
+def test_the_run_is_current_only_while_its_handler_runs(
+    manual: Any, traces: Traces, action: str
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def look(job: Any, args: Any) -> None:
+        seen["current"] = trace.get_current_span()
+        seen["carried"] = tracing.current_run_context.get()
+        if action == "fail":
+            raise ValueError("no")
+
+    jobs.enqueue(Work(action=hook(look)), meta={"traceparent": SAMPLED})
+    with traces.provider.get_tracer("test").start_as_current_span("caller") as caller:
+        report = jobs.step()
+        # Back in the caller's context once the run is over, whatever the handler did.
+        assert trace.get_current_span() is caller
+        assert tracing.current_run_context.get() is None
+    assert [run.outcome for run in report.runs] == ["completed" if action == "ok" else "retried"]
+    (run,) = traces.runs()
+    assert seen["current"].get_span_context() == run.context
+    assert seen["carried"] == (SAMPLED, None)
+    assert run.parent is None  # the caller's span is no parent of the run's
+    assert run.status.status_code is (StatusCode.UNSET if action == "ok" else StatusCode.ERROR)
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_a_span_is_dropped_only_once_every_processor_shut_down(manual: Any, traces: Traces) -> None:
+    jobs.enqueue(Work())
+    jobs.step()  # the provider's processors are looked at once here ...
+    second = InMemorySpanExporter()
+    added = SimpleSpanProcessor(second)
+    traces.provider.add_span_processor(added)  # ... and again once one is added
+    traces.provider._active_span_processor._span_processors[0].shutdown()
+    before = tracing.dropped.count
+    jobs.enqueue(Work())
+    jobs.step()
+    assert len(second.get_finished_spans()) == 1  # one processor still open: exported
+    assert tracing.dropped.count == before
+    added.shutdown()
+    jobs.enqueue(Work())
+    jobs.step()
+    assert len(second.get_finished_spans()) == 1
+    assert tracing.dropped.count == before + 1
+
+
+@pytest.mark.parametrize("env", ["memory"], indirect=True)
+def test_a_cancelled_run_and_a_retry_keep_their_spans(manual: Any, traces: Traces) -> None:
+    def cancel_then_fail(job: Any, args: Any) -> None:
+        if job.attempt == 1:
+            raise ValueError("first")
+        jobs.cancel(job.id)
+
+    job_id = jobs.enqueue(Work(action=hook(cancel_then_fail)), meta={"traceparent": SAMPLED}).id
+    jobs.step()
+    manual.clock.advance(24 * 3600)
+    jobs.step()
+    spans = sorted(traces.runs(), key=lambda s: s.attributes["anole.job.attempt"])
+    assert [(s.attributes["anole.job.outcome"], s.attributes.get("error.type")) for s in spans] == [
+        ("retried", "ValueError"),
+        ("lost", None),
+    ]
+    assert [s.status.status_code for s in spans] == [StatusCode.ERROR, StatusCode.UNSET]
+    assert all(s.attributes["messaging.message.id"] == str(job_id) for s in spans)
+    assert all(hex_ids(s.links[0].context)[1] == ENQUEUER_SPAN for s in spans)
+    assert len({hex_ids(s)[0] for s in spans}) == 2
