@@ -230,6 +230,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0006_limits",
             "0007_stats",
             "0008_workers",
+            "0011_enqueue_indexes",
         ]
 
 

@@ -172,10 +172,35 @@ JOB_INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("job_rescue", ("lease_until",), "\"state\" = 'running'"),
     # prune: finished jobs by state and age
     IndexSpec("job_prune", ("state", "finished_at"), '"finished_at" IS NOT NULL'),
-    # admin: list(state=...), list(queue=...) and counts(), list(kind=...), newest first
+    # admin: list(state=...), list(queue=...), list(kind=...), newest first; narrowed by
+    # migration 0011 to the jobs that are not waiting to be claimed nor running (see
+    # `ADMIN_INDEXES`)
     IndexSpec("job_state", ("state", "id"), None),
     IndexSpec("job_queue", ("queue", "state", "id"), None),
     IndexSpec("job_kind", ("kind", "id"), None),
+)
+
+#: The states the admin indexes leave out (migration 0011): every enqueued job starts in one
+#: and every claim moves it to the other, so each entry there cost an enqueue or a claim one
+#: more index write (a third of the WAL an insert wrote). The claim index already holds the
+#: available jobs and the rescue index the running ones; `SQLStore.list` reads those two states
+#: through them (and the primary key), and the rest through the admin indexes.
+HOT_STATES = ("available", "running")
+#: The admin indexes' predicate, as Django renders the model's condition (SQLite uses a partial
+#: index only for a query that repeats its predicate term for term, so the store's queries
+#: write exactly this).
+NOT_HOT = "NOT (\"state\" IN ('available', 'running'))"
+
+#: The admin indexes as migration 0011 leaves them.
+ADMIN_INDEXES: tuple[IndexSpec, ...] = tuple(
+    IndexSpec(spec.suffix, spec.columns, NOT_HOT)
+    for spec in JOB_INDEXES
+    if spec.suffix in ("job_state", "job_queue", "job_kind")
+)
+#: The job table's indexes as the models declare them (after migration 0011).
+MODEL_JOB_INDEXES: tuple[IndexSpec, ...] = tuple(
+    next((narrow for narrow in ADMIN_INDEXES if narrow.suffix == spec.suffix), spec)
+    for spec in JOB_INDEXES
 )
 
 #: The indexes migration 0005 adds (workflows): a workflow's steps, and each step's
@@ -738,6 +763,29 @@ def worker_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     return created
 
 
+def enqueue_index_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Migration 0011: fewer index entries per enqueued job. The admin indexes leave out the
+    available and running jobs (`HOT_STATES`), and on PostgreSQL the unique constraint on
+    ``unique_lock`` becomes a partial unique index of the jobs that hold a key (a job without
+    one no longer writes a NULL entry there). SQLite keeps its constraint: it cannot drop one
+    without rebuilding the table (which would drop the count triggers with it), and the
+    inserts' ``ON CONFLICT … WHERE unique_lock IS NOT NULL`` matches either."""
+    _check(vendor, prefix)
+    job = tables(prefix).job
+    created: list[str] = []
+    if vendor == "postgresql":
+        name = unique_lock_name(prefix)
+        created += [
+            f'ALTER TABLE "{job}" DROP CONSTRAINT "{name}"',
+            f'CREATE UNIQUE INDEX "{name}" ON "{job}" ("unique_lock")'
+            ' WHERE "unique_lock" IS NOT NULL',
+        ]
+    for spec in ADMIN_INDEXES:
+        created.append(f'DROP INDEX "{index_name(prefix, spec.suffix)}"')
+        created.append(_index_sql(prefix, job, spec))
+    return created
+
+
 #: The schema in the migrations' order: what the first migrations create, then one part per
 #: later migration, with the label `sql()` writes before that part's statements.
 PARTS: tuple[tuple[str | None, Callable[[str, str], list[str]]], ...] = (
@@ -748,6 +796,7 @@ PARTS: tuple[tuple[str | None, Callable[[str, str], list[str]]], ...] = (
     ("queue limits (migration 0006)", limit_statements),
     ("job statistics (migration 0007)", stat_statements),
     ("workers (migration 0008)", worker_statements),
+    ("enqueue indexes (migration 0011)", enqueue_index_statements),
 )
 
 
