@@ -1,6 +1,7 @@
-"""Fewer index entries per enqueued job (docs/performance.md, "Bulk enqueue"): the admin
-indexes (a list by state, queue or kind) leave out the jobs waiting to be claimed and the
-running ones, which the claim and rescue indexes already hold; on PostgreSQL the unique
+"""Fewer index entries per enqueued and claimed job (docs/performance.md, "Bulk enqueue"):
+the admin indexes by queue and by kind leave out the jobs waiting to be claimed and the
+running ones, which the claim and rescue indexes already hold, the one by state leaves out the
+running ones; on PostgreSQL the unique
 constraint on ``unique_lock`` becomes a partial unique index of the jobs holding a key. SQLite
 keeps its constraint (dropping one rebuilds the table, and the count triggers with it).
 
@@ -45,14 +46,12 @@ def full_unique_lock(apps: object, schema_editor: object) -> None:
     )
 
 
-def _admin(suffix: str, fields: list[str], narrow: bool) -> models.Index:
-    if not narrow:
-        return models.Index(fields=fields, name=index_name(PREFIX, suffix))
-    return models.Index(
-        fields=fields,
-        name=index_name(PREFIX, suffix),
-        condition=~models.Q(state__in=list(HOT_STATES)),
+def _admin(suffix: str, fields: list[str]) -> models.Index:
+    # The (state, id) index keeps the available jobs: a list of them reads it newest first.
+    condition = (
+        ~models.Q(state="running") if suffix == "job_state" else ~models.Q(state__in=list(HOT_STATES))
     )
+    return models.Index(fields=fields, name=index_name(PREFIX, suffix), condition=condition)
 
 
 ADMIN = (
@@ -85,7 +84,7 @@ class Migration(migrations.Migration):
             for suffix, fields in ADMIN
             for operation in (
                 migrations.RemoveIndex(model_name="job", name=index_name(PREFIX, suffix)),
-                migrations.AddIndex(model_name="job", index=_admin(suffix, fields, narrow=True)),
+                migrations.AddIndex(model_name="job", index=_admin(suffix, fields)),
             )
         ),
     ]

@@ -63,6 +63,7 @@ from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.ddl import (
     HOT_STATES,
     NOT_HOT,
+    NOT_RUNNING,
     STAT_COLUMNS,
     channel,
     done_channel,
@@ -605,14 +606,15 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         limit: int,
     ) -> tuple[str, builtins.list[Any]]:
         """The statement that reads the jobs matching `where` newest first, at most `limit`,
-        so that an index serves each state: the admin indexes hold every state but available
-        and running (`ddl.HOT_STATES`), the claim index the available jobs and the rescue
-        index the running ones. A list by queue or kind alone reads the three apart and
-        merges them; a list by one state names the admin indexes' predicate when they hold
-        it (SQLite matches a partial index only on its predicate's very terms)."""
+        so that an index serves each state (migration 0011): the indexes by queue and by kind
+        hold every state but available and running (`ddl.HOT_STATES`), the (state, id) index
+        every state but running, the rescue index the running jobs. A list by queue or kind
+        alone reads the three parts apart and merges them; a list by state names the
+        predicates of the indexes that hold it (SQLite matches a partial index only on its
+        predicate's very terms)."""
         head = f"SELECT {self.select()} FROM {self.job_table}"
         if filter.state is None and filter.workflow is None and (filter.queue or filter.kind):
-            parts = [*HOT_CONDITIONS, NOT_HOT]
+            parts = [NOT_HOT, *HOT_CONDITIONS]
             selects = [
                 f"SELECT * FROM ({head} WHERE {' AND '.join([*where, part])}"
                 " ORDER BY id DESC LIMIT %s) AS part"
@@ -620,8 +622,10 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             ]
             sql = f"{' UNION ALL '.join(selects)} ORDER BY id DESC LIMIT %s"
             return sql, [*(value for _ in parts for value in (*params, limit)), limit]
-        if filter.state is not None and filter.state not in HOT_STATES:
-            where = [*where, NOT_HOT]
+        if filter.state == "available":
+            where = [*where, NOT_RUNNING]
+        elif filter.state is not None and filter.state != "running":
+            where = [*where, NOT_RUNNING, NOT_HOT]
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         return f"{head}{clause} ORDER BY id DESC LIMIT %s", [*params, limit]
 

@@ -173,29 +173,30 @@ JOB_INDEXES: tuple[IndexSpec, ...] = (
     # prune: finished jobs by state and age
     IndexSpec("job_prune", ("state", "finished_at"), '"finished_at" IS NOT NULL'),
     # admin: list(state=...), list(queue=...), list(kind=...), newest first; narrowed by
-    # migration 0011 to the jobs that are not waiting to be claimed nor running (see
-    # `ADMIN_INDEXES`)
+    # migration 0011 (`ADMIN_INDEXES`)
     IndexSpec("job_state", ("state", "id"), None),
     IndexSpec("job_queue", ("queue", "state", "id"), None),
     IndexSpec("job_kind", ("kind", "id"), None),
 )
 
-#: The states the admin indexes leave out (migration 0011): every enqueued job starts in one
-#: and every claim moves it to the other, so each entry there cost an enqueue or a claim one
-#: more index write (a third of the WAL an insert wrote). The claim index already holds the
-#: available jobs and the rescue index the running ones; `SQLStore.list` reads those two states
-#: through them (and the primary key), and the rest through the admin indexes.
+#: The states the admin indexes by queue and kind leave out (migration 0011): every enqueued
+#: job starts in one and every claim moves it to the other, so each entry there cost an
+#: enqueue or a claim one more index write (with the unique key's, a third of the WAL an
+#: insert wrote). The claim index holds the available jobs and the rescue index the running
+#: ones; the (state, id) index leaves out only the running jobs, so a list of the available
+#: ones, newest first, still reads no more than a page of them. `SQLStore.newest` says how a
+#: list reads each state.
 HOT_STATES = ("available", "running")
-#: The admin indexes' predicate, as Django renders the model's condition (SQLite uses a partial
-#: index only for a query that repeats its predicate term for term, so the store's queries
-#: write exactly this).
+#: The predicates, as Django renders the models' conditions (SQLite uses a partial index only
+#: for a query that repeats its predicate term for term, so the store's queries write these).
 NOT_HOT = "NOT (\"state\" IN ('available', 'running'))"
+NOT_RUNNING = "NOT (\"state\" = 'running')"
 
 #: The admin indexes as migration 0011 leaves them.
-ADMIN_INDEXES: tuple[IndexSpec, ...] = tuple(
-    IndexSpec(spec.suffix, spec.columns, NOT_HOT)
-    for spec in JOB_INDEXES
-    if spec.suffix in ("job_state", "job_queue", "job_kind")
+ADMIN_INDEXES: tuple[IndexSpec, ...] = (
+    IndexSpec("job_state", ("state", "id"), NOT_RUNNING),
+    IndexSpec("job_queue", ("queue", "state", "id"), NOT_HOT),
+    IndexSpec("job_kind", ("kind", "id"), NOT_HOT),
 )
 #: The job table's indexes as the models declare them (after migration 0011).
 MODEL_JOB_INDEXES: tuple[IndexSpec, ...] = tuple(
@@ -764,9 +765,9 @@ def worker_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
 
 
 def enqueue_index_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
-    """Migration 0011: fewer index entries per enqueued job. The admin indexes leave out the
-    available and running jobs (`HOT_STATES`), and on PostgreSQL the unique constraint on
-    ``unique_lock`` becomes a partial unique index of the jobs that hold a key (a job without
+    """Migration 0011: fewer index entries per enqueued or claimed job. The admin indexes
+    leave out jobs the claim and rescue indexes hold (`ADMIN_INDEXES`), and on PostgreSQL the
+    unique constraint on ``unique_lock`` becomes a partial unique index of the jobs that hold a key (a job without
     one no longer writes a NULL entry there). SQLite keeps its constraint: it cannot drop one
     without rebuilding the table (which would drop the count triggers with it), and the
     inserts' ``ON CONFLICT … WHERE unique_lock IS NOT NULL`` matches either."""

@@ -48,7 +48,7 @@ _CONDITIONS: dict[str, Q] = {
     "job_prune": Q(finished_at__isnull=False),
     "job_workflow": Q(workflow_id__isnull=False),
     # The admin indexes (ddl.HOT_STATES says why)
-    "job_state": ~Q(state__in=list(HOT_STATES)),
+    "job_state": ~Q(state="running"),
     "job_queue": ~Q(state__in=list(HOT_STATES)),
     "job_kind": ~Q(state__in=list(HOT_STATES)),
 }
