@@ -1,9 +1,9 @@
-"""Fewer index entries per enqueued and claimed job (docs/performance.md, "Bulk enqueue"):
-the admin indexes by queue and by kind leave out the jobs waiting to be claimed and the
-running ones, which the claim and rescue indexes already hold, the one by state leaves out the
-running ones; on PostgreSQL the unique
-constraint on ``unique_lock`` becomes a partial unique index of the jobs holding a key. SQLite
-keeps its constraint (dropping one rebuilds the table, and the count triggers with it).
+"""Fewer index entries per enqueued and claimed job (docs/database.md, "Schema"): the admin
+indexes by queue and by kind leave out the jobs waiting to be claimed and the running ones,
+which the claim and rescue indexes already hold, and the one by state leaves out the running
+ones; on PostgreSQL the unique constraint on ``unique_lock`` becomes a partial unique index of
+the jobs holding a key. SQLite keeps its constraint (dropping one rebuilds the table, and
+the count triggers would go with it).
 
 Like 0001, the names follow ``TABLE_PREFIX`` and ``MIGRATE=False`` makes it change nothing
 (``anole_jobs.sql(vendor, prefix)`` has its DDL after the line

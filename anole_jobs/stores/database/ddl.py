@@ -767,10 +767,11 @@ def worker_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
 def enqueue_index_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     """Migration 0011: fewer index entries per enqueued or claimed job. The admin indexes
     leave out jobs the claim and rescue indexes hold (`ADMIN_INDEXES`), and on PostgreSQL the
-    unique constraint on ``unique_lock`` becomes a partial unique index of the jobs that hold a key (a job without
-    one no longer writes a NULL entry there). SQLite keeps its constraint: it cannot drop one
-    without rebuilding the table (which would drop the count triggers with it), and the
-    inserts' ``ON CONFLICT … WHERE unique_lock IS NOT NULL`` matches either."""
+    unique constraint on ``unique_lock`` becomes a partial unique index of the jobs that hold
+    a key (a job without one no longer writes a NULL entry there). SQLite keeps its
+    constraint: it cannot drop one without rebuilding the table (which would drop the count
+    triggers with it), and the inserts' ``ON CONFLICT … WHERE unique_lock IS NOT NULL``
+    matches either."""
     _check(vendor, prefix)
     job = tables(prefix).job
     created: list[str] = []
