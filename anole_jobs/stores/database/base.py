@@ -613,7 +613,8 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         predicates of the indexes that hold it (SQLite matches a partial index only on its
         predicate's very terms)."""
         head = f"SELECT {self.select()} FROM {self.job_table}"
-        if filter.state is None and filter.workflow is None and (filter.queue or filter.kind):
+        by_queue_or_kind = filter.queue is not None or filter.kind is not None
+        if filter.state is None and filter.workflow is None and by_queue_or_kind:
             parts = [NOT_HOT, *HOT_CONDITIONS]
             selects = [
                 f"SELECT * FROM ({head} WHERE {' AND '.join([*where, part])}"
