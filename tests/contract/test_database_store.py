@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from anole_jobs.conf import parse
@@ -230,6 +230,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0006_limits",
             "0007_stats",
             "0008_workers",
+            "0011_enqueue_indexes",
         ]
 
 
@@ -319,6 +320,52 @@ def test_insert_in_a_rolled_back_atomic_block_leaves_no_job(store: SQLStore) -> 
         transaction.set_rollback(True, using=store.alias)
     assert store.get(inserted.id) is None
     assert store.counts() == {}
+
+
+def test_a_server_error_midway_through_a_batch_inserts_nothing(store: SQLStore) -> None:
+    # A trigger refuses one row in the middle of a batch (as a constraint or a full disk
+    # would): the statement fails as a whole, in autocommit and inside an atomic block.
+    store.insert([job(0)])
+    refuse = "test_refuse_boom"
+    with connections[store.alias].cursor() as cursor:
+        if store.vendor == "sqlite":
+            cursor.execute(
+                f'CREATE TRIGGER "{refuse}" BEFORE INSERT ON {store.job_table}'
+                " WHEN NEW.kind = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END"
+            )
+        else:
+            cursor.execute(
+                f'CREATE FUNCTION "{refuse}"() RETURNS trigger LANGUAGE plpgsql AS $$'
+                " BEGIN IF NEW.kind = 'boom' THEN RAISE EXCEPTION 'boom refused'; END IF;"
+                " RETURN NEW; END $$"
+            )
+            cursor.execute(
+                f'CREATE TRIGGER "{refuse}" BEFORE INSERT ON {store.job_table}'
+                f' FOR EACH ROW EXECUTE FUNCTION "{refuse}"()'
+            )
+    try:
+        batch = [job(i, unique_key=f"u{i}" if i % 2 else None) for i in range(1, 600)]
+        batch[300] = job(300, kind="boom")
+        with pytest.raises(DatabaseError, match="boom refused"):
+            store.insert(batch)
+        assert store.counts() == {"default": {"available": 1}}
+        with (
+            pytest.raises(DatabaseError, match="boom refused"),
+            transaction.atomic(using=store.alias),
+        ):
+            store.insert(batch[:300])
+            store.insert(batch[300:])
+        assert store.counts() == {"default": {"available": 1}}
+        assert len(store.list(ListFilter(limit=1000))) == 1
+    finally:
+        with connections[store.alias].cursor() as cursor:
+            if store.vendor == "sqlite":
+                cursor.execute(f'DROP TRIGGER "{refuse}"')
+            else:
+                cursor.execute(f'DROP TRIGGER "{refuse}" ON {store.job_table}')
+                cursor.execute(f'DROP FUNCTION "{refuse}"()')
+    # The keys the failed batch would have taken are still free.
+    assert [r.inserted for r in store.insert(batch[1:3])] == [True, True]
 
 
 def test_finish_in_a_rolled_back_atomic_block_leaves_the_job_running(store: SQLStore) -> None:

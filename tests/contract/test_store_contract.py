@@ -177,6 +177,100 @@ def test_insert_mixes_key_holders_fresh_keys_and_plain_jobs_in_one_batch(env):
     assert env.jobs.counts() == {"default": {"available": 4, "scheduled": 2}}
 
 
+def test_enqueue_many_resolves_keys_repeated_in_a_batch_across_batches_and_already_held(env):
+    # 2,500 unique jobs (three store batches) over 700 keys: keys repeat inside a batch and
+    # across batches, and one is held by a job enqueued before the call.
+    held = env.jobs.enqueue(Work(tag="k-3"), unique=Unique())
+    tags = [f"k-{i % 700}" for i in range(2500)]
+    results = env.jobs.enqueue_many([Work(tag=tag) for tag in tags], unique=Unique())
+    first_of: dict[str, int] = {"k-3": held.id}
+    for tag, result in zip(tags, results, strict=True):
+        if tag not in first_of:
+            assert result.inserted, tag
+            first_of[tag] = result.id
+        else:
+            assert result == Enqueued(first_of[tag], False), tag
+    new_ids = [first_of[f"k-{i}"] for i in range(700) if i != 3]
+    assert new_ids == sorted(new_ids) and held.id < new_ids[0]
+    assert {env.jobs.get(first_of[tag]).args["tag"] for tag in ("k-0", "k-3", "k-699")} == {
+        "k-0",
+        "k-3",
+        "k-699",
+    }
+    # A batch of new keys, held keys and plain jobs: each result names the right job.
+    mixed = env.jobs.enqueue_many(
+        [Work(tag="k-1"), Work(tag="fresh"), Work(tag="k-1")], unique=Unique()
+    )
+    assert mixed == [
+        Enqueued(first_of["k-1"], False),
+        Enqueued(mixed[1].id, True),
+        Enqueued(first_of["k-1"], False),
+    ]
+    plain = env.jobs.enqueue_many([Work(tag="k-1"), Work(tag="k-1")])
+    assert all(r.inserted for r in plain) and plain[0].id < plain[1].id
+    assert env.jobs.counts() == {"default": {"available": 700 + 1 + 2}}
+
+
+def test_enqueue_many_in_a_rolled_back_transaction_leaves_no_job(env):
+    if not env.sql:
+        pytest.skip("only SQL stores join transactions")
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), transaction.atomic(using=env.alias):
+        # Three batches, the last with a unique job in it.
+        results = env.jobs.enqueue_many([Work(tag=str(i)) for i in range(2500)])
+        results += env.jobs.enqueue_many([Work(tag="k")], unique=Unique())
+        assert len(results) == 2501 and env.jobs.counts() == {"default": {"available": 2501}}
+        raise Boom
+    assert env.jobs.counts() == {}
+    assert env.jobs.list() == []
+    after = env.jobs.enqueue_many([Work(tag=str(i)) for i in range(3)])
+    assert [env.jobs.get(r.id).args["tag"] for r in after] == ["0", "1", "2"]
+
+
+def test_list_by_queue_kind_and_state_merges_every_state_newest_first(env):
+    # The SQL stores read the waiting, running and other jobs of a queue or kind through
+    # different indexes and merge them: the merged order and pages must be the plain ones.
+    store = env.jobs.service.store
+    now = env.clock()
+    ids = [r.id for r in env.jobs.enqueue_many([Work(tag=str(i)) for i in range(6)])]
+    mail = [env.jobs.enqueue(Prioritized(name=str(i))).id for i in range(3)]
+    later = env.jobs.enqueue(Work(tag="later"), delay=60).id
+    (running,) = claim_at(store, now, limit=1)  # the oldest default job
+    done = claim_at(store, now, limit=2)
+    store.finish([Finish(run=c.run, state="completed", at=now) for c in done])
+    assert running.record.id == ids[0] and [c.record.id for c in done] == ids[1:3]
+    newest_default = [later, *reversed(ids)]
+    assert [r.id for r in env.jobs.list(queue="default")] == newest_default
+    assert [r.id for r in env.jobs.list(kind="test.work")] == newest_default
+    assert [r.id for r in env.jobs.list(queue="mail")] == list(reversed(mail))
+    page = env.jobs.list(queue="default", limit=3)
+    assert [r.id for r in page] == newest_default[:3]
+    rest = env.jobs.list(queue="default", limit=10, after=page[-1].id)
+    assert [r.id for r in rest] == newest_default[3:]
+    assert [r.id for r in env.jobs.list(kind="test.work", limit=4, after=ids[4])] == [
+        ids[3],
+        ids[2],
+        ids[1],
+        ids[0],
+    ]
+    by_state = {
+        state: [r.id for r in env.jobs.list(state=state)]
+        for state in ("available", "running", "completed", "scheduled")
+    }
+    assert by_state == {
+        "available": [*reversed(mail), ids[5], ids[4], ids[3]],
+        "running": [ids[0]],
+        "completed": [ids[2], ids[1]],
+        "scheduled": [later],
+    }
+    assert [r.id for r in env.jobs.list(queue="default", state="available")] == ids[:2:-1]
+    assert [r.id for r in env.jobs.list(kind="test.work", state="running")] == [ids[0]]
+    assert [r.id for r in env.jobs.list(queue="mail", state="completed")] == []
+
+
 # -- outcomes ----------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ locking, time encoding and the write lock.
 
 Rules every statement keeps:
 - times come in as arguments and are encoded as the model's DateTimeField would be;
-- states are written as SQL literals, so the partial indexes of `ddl.JOB_INDEXES` apply;
+- states are written as SQL literals, so the partial indexes of `ddl.MODEL_JOB_INDEXES` apply;
 - `unique_lock` is set to `unique_key` exactly while the job holds its key, so the unique
   constraint decides atomically which of two concurrent enqueues of one unique job wins
   (never check-then-insert);
@@ -61,6 +61,9 @@ from anole_jobs.stores.base import (
 )
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.ddl import (
+    HOT_STATES,
+    NOT_HOT,
+    NOT_RUNNING,
     STAT_COLUMNS,
     channel,
     done_channel,
@@ -105,6 +108,11 @@ COLUMNS = (
     "workflow_id",
     "step_name",
 )
+#: How every insert meets a job that holds its unique key: insert nothing. The predicate lets the
+#: server infer the partial unique index on ``unique_lock`` (only jobs holding a key have an
+#: entry in it), and still matches a full unique constraint (SQLite keeps one, see migration
+#: 0011).
+ON_KEY_CONFLICT = "ON CONFLICT (unique_lock) WHERE unique_lock IS NOT NULL DO NOTHING"
 #: The election `lead` takes part in (one row of the leader table).
 LEADER_NAME = "leader"
 #: How often `insert` retries rows whose key holder finished between its two statements.
@@ -127,6 +135,8 @@ def literals(states: Collection[str]) -> str:
 
 
 LIVE = literals(LIVE_STATES)
+#: Each state the admin indexes leave out, as a condition (see `SQLStore.newest`).
+HOT_CONDITIONS = tuple(f"state = {literals([state])}" for state in HOT_STATES)
 FINAL = literals(FINAL_STATES)
 
 
@@ -176,7 +186,7 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
 
     @abstractmethod
     def insert_rows(self, cursor: CursorWrapper, jobs: Sequence[NewJob]) -> list[tuple[int, Any]]:
-        """Run the one INSERT … ON CONFLICT (unique_lock) DO NOTHING statement for `jobs`
+        """Run the one INSERT … `ON_KEY_CONFLICT` statement for `jobs`
         (in order) and return the ``(id, unique_lock)`` of the rows it inserted."""
 
     @abstractmethod
@@ -585,13 +595,42 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             if not exact:
                 return self._list_tested(filter, where, params, limit)
         # -- end of search --
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        sql, values = self.newest(filter, where, params, limit)
         with self.cursor() as cursor:
-            cursor.execute(
-                f"SELECT {self.select()} FROM {self.job_table}{clause} ORDER BY id DESC LIMIT %s",
-                [*params, limit],
-            )
+            cursor.execute(sql, values)
             return [self.record(row) for row in cursor.fetchall()]
+
+    def newest(
+        self,
+        filter: ListFilter,
+        where: builtins.list[str],
+        params: builtins.list[Any],
+        limit: int,
+    ) -> tuple[str, builtins.list[Any]]:
+        """The statement that reads the jobs matching `where` newest first, at most `limit`,
+        so that an index serves each state (migration 0011): the indexes by queue and by kind
+        hold every state but available and running (`ddl.HOT_STATES`), the (state, id) index
+        every state but running, the rescue index the running jobs. A list by queue or kind
+        alone reads the three parts apart and merges them; a list by state names the
+        predicates of the indexes that hold it (SQLite matches a partial index only on its
+        predicate's very terms)."""
+        head = f"SELECT {self.select()} FROM {self.job_table}"
+        by_queue_or_kind = filter.queue is not None or filter.kind is not None
+        if filter.state is None and filter.workflow is None and by_queue_or_kind:
+            parts = [NOT_HOT, *HOT_CONDITIONS]
+            selects = [
+                f"SELECT * FROM ({head} WHERE {' AND '.join([*where, part])}"
+                " ORDER BY id DESC LIMIT %s) AS part"
+                for part in parts
+            ]
+            sql = f"{' UNION ALL '.join(selects)} ORDER BY id DESC LIMIT %s"
+            return sql, [*(value for _ in parts for value in (*params, limit)), limit]
+        if filter.state == "available":
+            where = [*where, NOT_RUNNING]
+        elif filter.state is not None and filter.state != "running":
+            where = [*where, NOT_RUNNING, NOT_HOT]
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        return f"{head}{clause} ORDER BY id DESC LIMIT %s", [*params, limit]
 
     def search_sql(self, filter: ListFilter) -> tuple[builtins.list[str], builtins.list[Any], bool]:
         """The conditions (and their parameters) that test `filter`'s error and args terms in
@@ -608,13 +647,14 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         below = filter.after
         while len(found) < limit:
             conditions = [*where, "id < %s"] if below is not None else where
-            clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+            sql, values = self.newest(
+                filter,
+                conditions,
+                [*params, *([below] if below is not None else [])],
+                SEARCH_CHUNK,
+            )
             with self.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT {self.select()} FROM {self.job_table}{clause}"
-                    " ORDER BY id DESC LIMIT %s",
-                    [*params, *([below] if below is not None else []), SEARCH_CHUNK],
-                )
+                cursor.execute(sql, values)
                 rows = cursor.fetchall()
             for row in rows:
                 record = self.record(row)

@@ -172,10 +172,36 @@ JOB_INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("job_rescue", ("lease_until",), "\"state\" = 'running'"),
     # prune: finished jobs by state and age
     IndexSpec("job_prune", ("state", "finished_at"), '"finished_at" IS NOT NULL'),
-    # admin: list(state=...), list(queue=...) and counts(), list(kind=...), newest first
+    # admin: list(state=...), list(queue=...), list(kind=...), newest first; narrowed by
+    # migration 0011 (`ADMIN_INDEXES`)
     IndexSpec("job_state", ("state", "id"), None),
     IndexSpec("job_queue", ("queue", "state", "id"), None),
     IndexSpec("job_kind", ("kind", "id"), None),
+)
+
+#: The states the admin indexes by queue and kind leave out (migration 0011): every enqueued
+#: job starts in one and every claim moves it to the other, so each entry there cost an
+#: enqueue or a claim one more index write (with the unique key's, a third of the WAL an
+#: insert wrote). The claim index holds the available jobs and the rescue index the running
+#: ones; the (state, id) index leaves out only the running jobs, so a list of the available
+#: ones, newest first, still reads no more than a page of them. `SQLStore.newest` says how a
+#: list reads each state.
+HOT_STATES = ("available", "running")
+#: The predicates, as Django renders the models' conditions (SQLite uses a partial index only
+#: for a query that repeats its predicate term for term, so the store's queries write these).
+NOT_HOT = "NOT (\"state\" IN ('available', 'running'))"
+NOT_RUNNING = "NOT (\"state\" = 'running')"
+
+#: The admin indexes as migration 0011 leaves them.
+ADMIN_INDEXES: tuple[IndexSpec, ...] = (
+    IndexSpec("job_state", ("state", "id"), NOT_RUNNING),
+    IndexSpec("job_queue", ("queue", "state", "id"), NOT_HOT),
+    IndexSpec("job_kind", ("kind", "id"), NOT_HOT),
+)
+#: The job table's indexes as the models declare them (after migration 0011).
+MODEL_JOB_INDEXES: tuple[IndexSpec, ...] = tuple(
+    next((narrow for narrow in ADMIN_INDEXES if narrow.suffix == spec.suffix), spec)
+    for spec in JOB_INDEXES
 )
 
 #: The indexes migration 0005 adds (workflows): a workflow's steps, and each step's
@@ -738,6 +764,30 @@ def worker_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     return created
 
 
+def enqueue_index_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Migration 0011: fewer index entries per enqueued or claimed job. The admin indexes
+    leave out jobs the claim and rescue indexes hold (`ADMIN_INDEXES`), and on PostgreSQL the
+    unique constraint on ``unique_lock`` becomes a partial unique index of the jobs that hold
+    a key (a job without one no longer writes a NULL entry there). SQLite keeps its
+    constraint: it cannot drop one without rebuilding the table (which would drop the count
+    triggers with it), and the inserts' ``ON CONFLICT … WHERE unique_lock IS NOT NULL``
+    matches either."""
+    _check(vendor, prefix)
+    job = tables(prefix).job
+    created: list[str] = []
+    if vendor == "postgresql":
+        name = unique_lock_name(prefix)
+        created += [
+            f'ALTER TABLE "{job}" DROP CONSTRAINT "{name}"',
+            f'CREATE UNIQUE INDEX "{name}" ON "{job}" ("unique_lock")'
+            ' WHERE "unique_lock" IS NOT NULL',
+        ]
+    for spec in ADMIN_INDEXES:
+        created.append(f'DROP INDEX "{index_name(prefix, spec.suffix)}"')
+        created.append(_index_sql(prefix, job, spec))
+    return created
+
+
 #: The schema in the migrations' order: what the first migrations create, then one part per
 #: later migration, with the label `sql()` writes before that part's statements.
 PARTS: tuple[tuple[str | None, Callable[[str, str], list[str]]], ...] = (
@@ -748,6 +798,7 @@ PARTS: tuple[tuple[str | None, Callable[[str, str], list[str]]], ...] = (
     ("queue limits (migration 0006)", limit_statements),
     ("job statistics (migration 0007)", stat_statements),
     ("workers (migration 0008)", worker_statements),
+    ("enqueue indexes (migration 0011)", enqueue_index_statements),
 )
 
 

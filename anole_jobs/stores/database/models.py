@@ -14,7 +14,8 @@ from django.db.models import Q
 
 from anole_jobs.stores.database.ddl import (
     DEPENDENCY_INDEXES,
-    JOB_INDEXES,
+    HOT_STATES,
+    MODEL_JOB_INDEXES,
     WORKFLOW_INDEXES,
     IndexSpec,
     configured,
@@ -39,18 +40,22 @@ __all__ = [
 TABLE_PREFIX, MIGRATE = configured()
 _TABLES = tables(TABLE_PREFIX)
 
-#: The partial-index conditions of `ddl.JOB_INDEXES`, as model conditions.
+#: The partial-index conditions of `ddl.MODEL_JOB_INDEXES`, as model conditions.
 _CONDITIONS: dict[str, Q] = {
     "job_claim": Q(state="available"),
     "job_stage": Q(state__in=["scheduled", "retrying"]),
     "job_rescue": Q(state="running"),
     "job_prune": Q(finished_at__isnull=False),
     "job_workflow": Q(workflow_id__isnull=False),
+    # The admin indexes (ddl.HOT_STATES says why)
+    "job_state": ~Q(state="running"),
+    "job_queue": ~Q(state__in=list(HOT_STATES)),
+    "job_kind": ~Q(state__in=list(HOT_STATES)),
 }
 
 
 def _job_indexes(
-    specs: tuple[IndexSpec, ...] = JOB_INDEXES + WORKFLOW_INDEXES,
+    specs: tuple[IndexSpec, ...] = MODEL_JOB_INDEXES + WORKFLOW_INDEXES,
 ) -> list[models.Index]:
     indexes = []
     for spec in specs:
@@ -113,8 +118,13 @@ class Job(models.Model):
         managed = MIGRATE
         indexes = _job_indexes()
         # A constraint rather than unique=True: PostgreSQL would add a useless LIKE index.
+        # Partial (migration 0011): only the jobs that hold a key have an entry.
         constraints = [
-            models.UniqueConstraint(fields=["unique_lock"], name=unique_lock_name(TABLE_PREFIX))
+            models.UniqueConstraint(
+                fields=["unique_lock"],
+                name=unique_lock_name(TABLE_PREFIX),
+                condition=Q(unique_lock__isnull=False),
+            )
         ]
 
     def __str__(self) -> str:

@@ -35,6 +35,7 @@ from anole_jobs.stores.base import (
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
     FINAL,
+    ON_KEY_CONFLICT,
     SQLStore,
     aware_utc,
     decode_json,
@@ -227,8 +228,7 @@ class PostgresStore(SQLStore):
             " (r->>6)::int, 0, (r->>7)::timestamptz, (r->>8)::timestamptz, r->>9, r->>10, r->>9"
             " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(r, ord)"
             " ORDER BY t.ord"
-            " ON CONFLICT (unique_lock) DO NOTHING"
-            " RETURNING id, unique_lock, queue, state"
+            f" {ON_KEY_CONFLICT} RETURNING id, unique_lock, queue, state"
         )
         if self.notify:
             # The scalar subquery makes the `woken` CTE run (once) whenever a row went in.
@@ -253,7 +253,7 @@ class PostgresStore(SQLStore):
             " attempt, max_attempts, claim_token, created_at, scheduled_at, unique_key,"
             " unique_scope, unique_lock)"
             " VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, '[]'::jsonb, %s, 0, %s, 0, %s, %s, %s,"
-            " %s, %s) ON CONFLICT (unique_lock) DO NOTHING RETURNING id, unique_lock"
+            f" %s, %s) {ON_KEY_CONFLICT} RETURNING id, unique_lock"
         )
         (values,) = insert_values([job], encode_args=encode_json, encode_time=_as_is)
         params: list[Any] = [*values, job.unique_key]

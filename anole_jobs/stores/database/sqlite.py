@@ -30,6 +30,7 @@ from anole_jobs.stores.base import ErrorEntry, Finish, ListFilter, NewJob, Rescu
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
     FINAL,
+    ON_KEY_CONFLICT,
     SQLStore,
     aware_utc,
     encode_json,
@@ -60,7 +61,7 @@ _INSERT_ONE = (
     "INSERT INTO {table} (kind, queue, state, args, meta, priority, max_attempts, created_at,"
     " scheduled_at, unique_key, unique_scope, unique_lock, errors, attempt, claim_token)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '[]', 0, 0)"
-    " ON CONFLICT (unique_lock) DO NOTHING RETURNING id, unique_lock"
+    f" {ON_KEY_CONFLICT} RETURNING id, unique_lock"
 )
 
 
@@ -75,6 +76,9 @@ class SqliteStore(SQLStore):
         # Without ANALYZE statistics SQLite prefers the (state, id) index and would read
         # every scheduled job, however far in the future, at each stage.
         self.stage_hint = f' INDEXED BY "{index_name(self.prefix, "job_stage")}"'
+        # And for the rescue: the (state, id) index that gave its order holds no running job
+        # (migration 0011), and a scan in id order would read the whole table.
+        self.rescue_hint = f' INDEXED BY "{index_name(self.prefix, "job_rescue")}"'
         self._writers = _writers_of(self.connection.settings_dict["NAME"])
 
     # -- vendor hooks ----------------------------------------------------------------------
@@ -166,7 +170,7 @@ class SqliteStore(SQLStore):
             " SELECT kind, queue, state, args, meta, '[]', priority, 0, max_attempts, 0,"
             " created_at, scheduled_at, unique_key, unique_scope, unique_key"
             f" FROM (SELECT key AS ord, {row} FROM json_each(%s)) WHERE 1 ORDER BY ord"
-            " ON CONFLICT (unique_lock) DO NOTHING RETURNING id, unique_lock",
+            f" {ON_KEY_CONFLICT} RETURNING id, unique_lock",
             [batch],
         )
         return cursor.fetchall()
@@ -270,7 +274,7 @@ class SqliteStore(SQLStore):
             # read lets the error entry quote the lease exactly as memory.py does.
             cursor.execute(
                 f"SELECT id, attempt, claim_token, max_attempts, lease_until, kind, queue"
-                f" FROM {table} WHERE state = 'running' AND lease_until < %s"
+                f" FROM {table}{self.rescue_hint} WHERE state = 'running' AND lease_until < %s"
                 " ORDER BY id LIMIT %s",
                 [self.encode_time(now), limit],
             )
