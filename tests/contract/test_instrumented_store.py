@@ -162,6 +162,7 @@ def test_the_contracts_attributes_are_the_wrapped_stores():
         "atomic_alias": "recorded-alias",
         "name": "recorder",
         "finished_poll": 1.0,  # the contract's default: Recorder does not set it
+        "id_stride": 1,  # the same
     }
 
 
