@@ -62,7 +62,7 @@ AHEAD_MAX = 1000
 #: The most jobs one claim takes: a larger refill is claimed in several round trips in a row,
 #: so that a job enqueued meanwhile at a higher priority (taken first by the next one) never
 #: waits for one long claim of hundreds of rows.
-CLAIM_CHUNK = 50
+CLAIM_CHUNK = 100
 #: How quickly the measured rate follows a change (weight of the newest measurement).
 RATE_WEIGHT = 0.3
 #: The shortest time a rate is measured over (seconds). The dispatcher looks at every wake-up,
