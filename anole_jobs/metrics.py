@@ -214,21 +214,23 @@ class MetricsListener:
         """The runs one write recorded (`RUNS_FINISHED`): each metric updated once per
         batch with what the batch adds, rather than once per run."""
         finished: dict[tuple[object, object, object], list[Any]] = {}
-        for run in event["runs"]:
-            key = (run.queue, run.kind, run.outcome)
+        running_runs = self._running_runs
+        # A FinishedRun unpacked at once: cheaper than reading its fields one by one.
+        for queue, kind, job_id, attempt, _, outcome, seconds, saved, _ in event["runs"]:
+            key = (queue, kind, outcome)
             entry = finished.get(key)
             if entry is None:
                 entry = finished[key] = [0, 0, 0, []]  # runs, seen starting, unsaved, seconds
             entry[0] += 1
             # Only a run seen starting is taken off the gauge: it never goes below zero.
-            if self._running_runs.pop((run.job_id, run.attempt), None) is not None:
+            if running_runs.pop((job_id, attempt), None) is not None:
                 entry[1] += 1
             # A fenced write that was refused is a `lost` run, not an unsaved one: only a
             # write that could not be made at all (the store failed past its patience) is.
-            if run.saved is False and run.outcome != "lost":
+            if saved is False and outcome != "lost":
                 entry[2] += 1
-            if run.seconds is not None:
-                entry[3].append(run.seconds)
+            if seconds is not None:
+                entry[3].append(seconds)
         for key, (runs, started, unsaved, seconds) in finished.items():
             children = self._finished_children.get(key)
             if children is None:
