@@ -13,7 +13,6 @@ import difflib
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 logger = logging.getLogger("anole_jobs.events")
@@ -51,13 +50,29 @@ NAMES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
 class Event:
-    name: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    """What happened: its `name` and its `fields` (`event["field"]` reads one). Listeners
+    share it: read it, never change it. A plain class with slots: one is made per run
+    started, and a frozen dataclass's `__init__` costs twice as much."""
+
+    __slots__ = ("fields", "name")
+
+    def __init__(self, name: str, fields: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.fields: dict[str, Any] = {} if fields is None else fields
 
     def __getitem__(self, key: str) -> Any:
         return self.fields[key]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return self.name == other.name and self.fields == other.fields
+
+    __hash__ = None  # type: ignore[assignment]  # its fields are a dict
+
+    def __repr__(self) -> str:
+        return f"Event(name={self.name!r}, fields={self.fields!r})"
 
 
 Listener = Callable[[Event], None]

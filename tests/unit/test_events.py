@@ -84,3 +84,18 @@ def test_a_failing_listener_is_logged_and_the_others_still_hear(caplog):
         bus.emit(events.STAGED, count=1)
     assert seen == ["staged"]
     assert "failed on staged" in caplog.text
+
+
+def test_an_event_reads_its_fields_compares_and_prints_by_value():
+    event = events.Event(events.STAGED, {"count": 2})
+    assert event.name == "staged" and event["count"] == 2 and event.fields == {"count": 2}
+    assert event == events.Event("staged", {"count": 2})
+    assert event != events.Event("staged", {"count": 3})
+    assert event != events.Event("pruned", {"count": 2})
+    assert event != ("staged", {"count": 2})
+    assert repr(event) == "Event(name='staged', fields={'count': 2})"
+    assert events.Event(events.PRUNED).fields == {}
+    with pytest.raises(KeyError):
+        event["missing"]
+    with pytest.raises(TypeError):  # its fields are a dict: not hashable, as before
+        hash(event)

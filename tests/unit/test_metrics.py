@@ -218,8 +218,10 @@ def test_metrics_off_subscribes_nothing(env: Any) -> None:
     jobs.step()
     assert delta("anole_jobs_enqueued_total", queue="default", kind=KIND) == 0
     assert delta("anole_jobs_finished_total", queue="default", kind=KIND, outcome="completed") == 0
+    # The metrics subscribe each of their handlers (bound methods of their listener).
     assert not any(
-        isinstance(listener, metrics.MetricsListener) for listener in events.bus.listeners
+        isinstance(getattr(listener, "__self__", listener), metrics.MetricsListener)
+        for listener in events.bus.listeners
     )
 
 
@@ -268,6 +270,41 @@ def test_the_running_gauge_never_goes_below_zero() -> None:
     bus.emit(events.RUNS_FINISHED, runs=(finished,))
     bus.emit(events.RUNS_FINISHED, runs=(finished,))  # seen twice, or never seen starting
     assert registry.get_sample_value("anole_jobs_running", {"queue": "q"}) == 0
+
+
+def test_observe_subscribes_each_handler_to_its_event_and_undoes_them_all(
+    env: Any, monkeypatch: Any
+) -> None:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    listener = metrics.MetricsListener(registry)
+    monkeypatch.setattr(metrics, "listener_for", lambda settings: listener)
+    bus = events.EventBus()
+    unsubscribe = metrics.observe(bus, jobs.service.settings)
+    assert set(bus.by_name) == set(listener._handlers)
+    assert all(len(handlers) == 1 for handlers in bus.by_name.values())
+    bus.emit(events.RUN_STARTED, queue="q", kind="k", job_id=1, attempt=1)
+    bus.emit(events.RUN_STARTED, queue="q", kind="k", job_id=2, attempt=1)
+    assert registry.get_sample_value("anole_jobs_running", {"queue": "q"}) == 2
+    finished = events.FinishedRun("q", "k", 1, 1, 3, "completed", 0.002, True, None)
+    bus.emit(events.RUNS_FINISHED, runs=(finished,))
+    assert registry.get_sample_value("anole_jobs_running", {"queue": "q"}) == 1
+    unsubscribe()
+    assert bus.by_name == {}
+    bus.emit(events.RUN_STARTED, queue="q", kind="k", job_id=3, attempt=1)
+    assert registry.get_sample_value("anole_jobs_running", {"queue": "q"}) == 1
+
+
+def test_the_running_gauge_adds_through_a_client_without_the_value_it_reads() -> None:
+    calls: list[float] = []
+
+    class Child:  # another client version: no `_value` to add to
+        def inc(self, amount: float = 1) -> None:
+            calls.append(amount)
+
+    metrics._incrementer(Child())(1)
+    assert calls == [1]
 
 
 # -- the runtime (RUN="auto"): running and interrupted ---------------------------------------
