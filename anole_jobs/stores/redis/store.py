@@ -381,7 +381,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
                 return [Inserted(-reply, False)]
             # The script published for other processes; this one's waiters, if any, here.
             if job.state == "available" and self.wakeups.has_subscribers():
-                self.wakeups.wake((job.queue,))
+                self.wakeups.wake({job.queue: job.priority})
             return [Inserted(reply, True)]
         times: dict[datetime, str] = {}  # a batch's jobs mostly share their two times
 

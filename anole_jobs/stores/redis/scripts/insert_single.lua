@@ -46,6 +46,9 @@ if redis.call('HINCRBY', K_counts(), state .. ':' .. queue, 1) <= 0 then
   redis.call('HDEL', K_counts(), state .. ':' .. queue)  -- as flush() does
 end
 if available then
-  redis.call('PUBLISH', channel, cjson.encode({from = sender, queues = {queue}}))
+  -- As insert.lua: the wake-up says the queue's top priority, so a worker holding lower
+  -- priorities claims this one at once.
+  redis.call('PUBLISH', channel,
+             cjson.encode({from = sender, queues = {queue}, top = {[queue] = tonumber(priority)}}))
 end
 return n
