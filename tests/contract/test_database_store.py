@@ -560,6 +560,7 @@ def function_plans(connection: Any, cursor: Any, sql: str) -> str:
     raw.add_notice_handler(handler)
     try:
         for setting in (
+            "DISCARD PLANS",  # plan again, with this transaction's settings
             "LOAD 'auto_explain'",
             "SET LOCAL auto_explain.log_min_duration = 0",
             "SET LOCAL auto_explain.log_nested_statements = on",

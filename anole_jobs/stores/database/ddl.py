@@ -731,6 +731,14 @@ def drop_stat_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]
 STATS_WRITTEN = "anole_jobs.stats_written"
 
 
+#: The run functions' statements keep the plan PL/pgSQL made for them. Left to choose, PostgreSQL
+#: planned the claim again at every call (its generic plan, not knowing `LIMIT p_limit`, joined
+#: the picked rows by a hash over the job table, so it cost more than one planned with the
+#: value); the claim is written so that its generic plan finds rows by primary key, and the
+#: plans use the same indexes as before (a test reads them).
+GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
+
+
 def claim_function_name(prefix: str) -> str:
     """The PostgreSQL function that claims jobs (migration 0009)."""
     return schema_name(prefix, "claim")
@@ -765,30 +773,33 @@ CLAIMED_RESULT = (
 )
 CLAIMED_COLUMNS = ", ".join(expression for _, _, expression in CLAIMED_RESULT)
 
-# The plain claim: a MATERIALIZED CTE picks the rows once (as a subquery on the inner side of a
-# nested loop it could be rescanned, and each rescan would lock `p_limit` more rows); the rows
-# it locked are re-checked by the lock and held until commit, so the UPDATE needs no condition
-# but the id. The queue's pause is read in the same statement, so a pause committed before the
-# claim began always holds.
+# The plain claim: an uncorrelated ARRAY(subquery) picks and locks the rows once, before the
+# UPDATE (a subquery on the inner side of a nested loop could be rescanned, and each rescan
+# would lock `p_limit` more rows), and the UPDATE finds them by primary key whatever its
+# estimate of `p_limit` (a generic plan: see GENERIC_PLANS); the rows it locked are re-checked
+# by the lock and held until commit, so the UPDATE needs no condition but the id. The queue's
+# pause is read in the same statement, so a pause committed before the claim began always holds.
 _PG_CLAIM_FUNCTION = """CREATE OR REPLACE FUNCTION "{function}"(p_queue text, p_kinds text[],
     p_limit integer, p_now timestamptz, p_lease_until timestamptz, p_worker text)
-RETURNS TABLE ({result}) LANGUAGE plpgsql AS $body$
+RETURNS TABLE ({result}) LANGUAGE plpgsql {generic} AS $body$
 #variable_conflict use_column
 DECLARE
     n_claimed bigint;
+    v_setting text;  -- set_config's result (an assignment runs as a simple expression, no query)
 BEGIN
-    PERFORM set_config('{written}', 'on', true);
-    RETURN QUERY WITH c AS MATERIALIZED (SELECT id FROM "{job}"
-        WHERE state = 'available' AND queue = p_queue
-        AND (p_kinds IS NULL OR kind = ANY(p_kinds))
-        AND NOT EXISTS (SELECT 1 FROM "{queue}" WHERE name = p_queue AND paused_at IS NOT NULL)
-        ORDER BY priority DESC, scheduled_at, id LIMIT p_limit FOR UPDATE SKIP LOCKED),
-    claimed AS (UPDATE "{job}" AS j SET state = 'running', attempt = j.attempt + 1,
-        claim_token = j.claim_token + 1, attempted_at = p_now, lease_until = p_lease_until,
-        claimed_by = p_worker FROM c WHERE j.id = c.id RETURNING {columns})
+    v_setting := set_config('{written}', 'on', true);
+    RETURN QUERY WITH claimed AS (UPDATE "{job}" AS j SET state = 'running',
+        attempt = j.attempt + 1, claim_token = j.claim_token + 1, attempted_at = p_now,
+        lease_until = p_lease_until, claimed_by = p_worker
+        WHERE j.id = ANY(ARRAY(SELECT id FROM "{job}"
+            WHERE state = 'available' AND queue = p_queue
+            AND (p_kinds IS NULL OR kind = ANY(p_kinds))
+            AND NOT EXISTS (SELECT 1 FROM "{queue}" WHERE name = p_queue AND paused_at IS NOT NULL)
+            ORDER BY priority DESC, scheduled_at, id LIMIT p_limit FOR UPDATE SKIP LOCKED))
+        RETURNING {columns})
     SELECT * FROM claimed;
     GET DIAGNOSTICS n_claimed = ROW_COUNT;
-    PERFORM set_config('{written}', '', true);{stats}
+    v_setting := set_config('{written}', '', true);{stats}
 END
 $body$"""
 
@@ -804,10 +815,12 @@ _PG_CLAIM_STATS = """
 # (delivered at commit) when `p_channel` is set; a payload over PostgreSQL's limit says "look
 # again at every job you wait for" ("").
 _PG_FINISH_FUNCTION = """CREATE OR REPLACE FUNCTION "{function}"(p_batch jsonb, p_channel text)
-RETURNS TABLE (id bigint, state text) LANGUAGE plpgsql AS $body$
+RETURNS TABLE (id bigint, state text) LANGUAGE plpgsql {generic} AS $body$
 #variable_conflict use_column
+DECLARE
+    v_setting text;  -- set_config's result (an assignment runs as a simple expression, no query)
 BEGIN
-    PERFORM set_config('{written}', 'on', true);
+    v_setting := set_config('{written}', 'on', true);
     RETURN QUERY WITH f AS (SELECT (r->>0)::bigint AS id, (r->>1)::int AS attempt,
         (r->>2)::bigint AS token, r->>3 AS state, (r->>4)::timestamptz AS at,
         (r->>5)::timestamptz AS scheduled_at, NULLIF(r->6, 'null'::jsonb) AS error,
@@ -828,7 +841,7 @@ BEGIN
         RETURNING j.id, j.state, j.queue, j.attempted_at, j.finished_at,
             f.error IS NOT NULL AND f.give_back = 0 AS failed, f.error ->> 'at' AS failed_at){stats}
     SELECT ended.id, ended.state::text FROM ended WHERE (SELECT COUNT(*) FROM done) >= 0;
-    PERFORM set_config('{written}', '', true);
+    v_setting := set_config('{written}', '', true);
 END
 $body$"""
 
@@ -890,6 +903,7 @@ def run_function_statements(
     return [
         _PG_CLAIM_FUNCTION.format(
             function=claim_function_name(prefix),
+            generic=GENERIC_PLANS,
             result=", ".join(f"{name} {kind}" for name, kind, _ in CLAIMED_RESULT),
             written=STATS_WRITTEN,
             job=names.job,
@@ -899,6 +913,7 @@ def run_function_statements(
         ),
         _PG_FINISH_FUNCTION.format(
             function=finish_function_name(prefix),
+            generic=GENERIC_PLANS,
             written=STATS_WRITTEN,
             job=names.job,
             final=final,
@@ -935,7 +950,7 @@ _PG_CLAIM_LIMITED_FUNCTION = """CREATE OR REPLACE FUNCTION "{function}"(p_queue 
     p_kinds text[], p_limit integer, p_now timestamptz, p_lease_until timestamptz,
     p_worker text, p_concurrency integer, p_rate_count integer, p_rate_seconds double precision)
 RETURNS TABLE ({result}, held boolean, reopens_at double precision)
-LANGUAGE plpgsql AS $body$
+LANGUAGE plpgsql {generic} AS $body$
 #variable_conflict use_column
 DECLARE
     v_set_concurrency integer;
@@ -953,6 +968,7 @@ DECLARE
     v_taken bigint := 0;
     v_is_held boolean := false;
     v_reopens double precision;
+    v_setting text;  -- set_config's result (an assignment runs as a simple expression, no query)
 BEGIN
     -- The upsert locks the queue's row until commit and returns it.
     INSERT INTO "{limit}" (queue, claims) VALUES (p_queue, '{{}}')
@@ -985,19 +1001,20 @@ BEGIN
     END IF;
     v_room := GREATEST(v_room, 0);
     IF v_room > 0 THEN
-        PERFORM set_config('{written}', 'on', true);
-        RETURN QUERY WITH c AS MATERIALIZED (SELECT id FROM "{job}"
-            WHERE state = 'available' AND queue = p_queue
-            AND (p_kinds IS NULL OR kind = ANY(p_kinds))
-            AND NOT EXISTS (SELECT 1 FROM "{queue}" WHERE name = p_queue AND paused_at IS NOT NULL)
-            ORDER BY priority DESC, scheduled_at, id LIMIT v_room FOR UPDATE SKIP LOCKED),
-        claimed AS (UPDATE "{job}" AS j SET state = 'running', attempt = j.attempt + 1,
-            claim_token = j.claim_token + 1, attempted_at = p_now,
+        v_setting := set_config('{written}', 'on', true);
+        RETURN QUERY WITH claimed AS (UPDATE "{job}" AS j SET state = 'running',
+            attempt = j.attempt + 1, claim_token = j.claim_token + 1, attempted_at = p_now,
             lease_until = p_lease_until, claimed_by = p_worker
-            FROM c WHERE j.id = c.id RETURNING {columns})
+            WHERE j.id = ANY(ARRAY(SELECT id FROM "{job}"
+                WHERE state = 'available' AND queue = p_queue
+                AND (p_kinds IS NULL OR kind = ANY(p_kinds))
+                AND NOT EXISTS (SELECT 1 FROM "{queue}"
+                    WHERE name = p_queue AND paused_at IS NOT NULL)
+                ORDER BY priority DESC, scheduled_at, id LIMIT v_room FOR UPDATE SKIP LOCKED))
+            RETURNING {columns})
         SELECT *, NULL::boolean, NULL::double precision FROM claimed;
         GET DIAGNOSTICS v_taken = ROW_COUNT;
-        PERFORM set_config('{written}', '', true);
+        v_setting := set_config('{written}', '', true);
         IF v_taken > 0 THEN
             INSERT INTO "{stat}" (queue, minute, {stat_columns})
             VALUES (p_queue, div(extract(epoch FROM p_now), 60)::bigint, v_taken, {zeros});
@@ -1057,6 +1074,7 @@ def limited_claim_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[
     return [
         _PG_CLAIM_LIMITED_FUNCTION.format(
             function=claim_limited_function_name(prefix),
+            generic=GENERIC_PLANS,
             result=", ".join(f"{name} {kind}" for name, kind, _ in CLAIMED_RESULT),
             written=STATS_WRITTEN,
             limit=names.limit,
