@@ -1,7 +1,7 @@
 """Claims and finishes as PostgreSQL functions that write their own run statistics: the
-statistics trigger of 0007 cost a third of a worker's throughput on short jobs, since its
-statement was set up again for every claim and finish, and those statements were parsed and
-planned each time; a function's statements are planned once per session. The trigger stays for
+statistics trigger of 0007 cost a third or more of a worker's throughput on short jobs, since
+its statement was set up again for every claim and finish; the functions write those rows in
+their own statement (and PL/pgSQL saves the parsing of it). The trigger stays for
 every other statement that moves a job (see ``anole_jobs.stores.database.ddl``,
 `run_function_statements`). Nothing on SQLite. Like 0003, the names follow ``TABLE_PREFIX``,
 ``MIGRATE=False`` makes it create nothing (``anole_jobs.sql(vendor, prefix)`` has its DDL after

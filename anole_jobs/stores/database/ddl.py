@@ -716,27 +716,25 @@ def drop_stat_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]
 
 
 # -- claims and finishes in server functions (migration 0009) -------------------------------
-# A claim or a finish of a few jobs costs PostgreSQL more to parse and plan than to run, and the
-# statistics trigger's statement cost as much again (its executor set-up is per statement,
-# whatever the batch): a third of a worker's throughput on no-op jobs. So on PostgreSQL the
-# claim and the finish are functions, whose statements PL/pgSQL plans once per session, and
-# each writes its own statistics row(s) from the rows it moved, in the same statement, then
-# tells the trigger so through a transaction-local setting: the trigger returns at once for
+# The statistics trigger's statement cost PostgreSQL its executor set-up at every claim and
+# finish, whatever the batch: a third or more of a worker's throughput on no-op jobs. So on
+# PostgreSQL the claim and the finish are functions that each write their own statistics
+# row(s) from the rows they moved, in the same statement (PL/pgSQL also saves the parsing of
+# their statements; they are still planned at each call, see PLAN_EACH_CALL), then tell the
+# trigger so through a transaction-local setting: the trigger returns at once for
 # them and still counts every other statement (rescues, the limited claims of several
-# statements, a user's own UPDATE). SQLite keeps its triggers: it plans nothing per statement
-# that a function would save.
+# statements, a user's own UPDATE). SQLite keeps its triggers, which run in process.
 
 #: The transaction-local setting a run function sets while its statement runs, so the statistics
 #: trigger leaves that statement to it.
 STATS_WRITTEN = "anole_jobs.stats_written"
 
 
-#: The run functions' statements keep the plan PL/pgSQL made for them. Left to choose, PostgreSQL
-#: planned the claim again at every call (its generic plan, not knowing `LIMIT p_limit`, joined
-#: the picked rows by a hash over the job table, so it cost more than one planned with the
-#: value); the claim is written so that its generic plan finds rows by primary key, and the
-#: plans use the same indexes as before (a test reads them).
-GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
+#: The run functions' statements are planned at each call, with the values passed and the
+#: table's size then, as the plain statements were (PL/pgSQL still saves their parsing). A
+#: generic plan, kept for the session, was made when the worker started on an empty job table
+#: (a scan of the table, kept as it filled): measured, that halved a worker's throughput.
+PLAN_EACH_CALL = "SET plan_cache_mode = force_custom_plan"
 
 
 def claim_function_name(prefix: str) -> str:
@@ -776,7 +774,7 @@ CLAIMED_COLUMNS = ", ".join(expression for _, _, expression in CLAIMED_RESULT)
 # The plain claim: an uncorrelated ARRAY(subquery) picks and locks the rows once, before the
 # UPDATE (a subquery on the inner side of a nested loop could be rescanned, and each rescan
 # would lock `p_limit` more rows), and the UPDATE finds them by primary key whatever its
-# estimate of `p_limit` (a generic plan: see GENERIC_PLANS); the rows it locked are re-checked
+# estimate of `p_limit`; the rows it locked are re-checked
 # by the lock and held until commit, so the UPDATE needs no condition but the id. The queue's
 # pause is read in the same statement, so a pause committed before the claim began always holds.
 _PG_CLAIM_FUNCTION = """CREATE OR REPLACE FUNCTION "{function}"(p_queue text, p_kinds text[],
@@ -903,7 +901,7 @@ def run_function_statements(
     return [
         _PG_CLAIM_FUNCTION.format(
             function=claim_function_name(prefix),
-            generic=GENERIC_PLANS,
+            generic=PLAN_EACH_CALL,
             result=", ".join(f"{name} {kind}" for name, kind, _ in CLAIMED_RESULT),
             written=STATS_WRITTEN,
             job=names.job,
@@ -913,7 +911,7 @@ def run_function_statements(
         ),
         _PG_FINISH_FUNCTION.format(
             function=finish_function_name(prefix),
-            generic=GENERIC_PLANS,
+            generic=PLAN_EACH_CALL,
             written=STATS_WRITTEN,
             job=names.job,
             final=final,
@@ -1074,7 +1072,7 @@ def limited_claim_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[
     return [
         _PG_CLAIM_LIMITED_FUNCTION.format(
             function=claim_limited_function_name(prefix),
-            generic=GENERIC_PLANS,
+            generic=PLAN_EACH_CALL,
             result=", ".join(f"{name} {kind}" for name, kind, _ in CLAIMED_RESULT),
             written=STATS_WRITTEN,
             limit=names.limit,

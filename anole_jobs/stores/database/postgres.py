@@ -264,8 +264,8 @@ class PostgresStore(SQLStore):
         worker: str,
     ) -> list[tuple[Any, ...]]:
         self._relax_if_asked(cursor)
-        # The claim function (ddl.run_function_statements): its statement is planned once per
-        # session, and it writes the claim's statistics row itself.
+        # The claim function (ddl.run_function_statements): it writes the claim's statistics row
+        # itself, in the same statement.
         cursor.execute(
             f'SELECT * FROM "{claim_function_name(self.prefix)}"(%s, %s, %s, %s, %s, %s)',
             [queue, list(kinds) if kinds is not None else None, limit, now, lease_until, worker],
@@ -317,10 +317,9 @@ class PostgresStore(SQLStore):
                 for r in results
             ]
         )
-        # The finish function (ddl.run_function_statements): planned once per session, it
-        # writes the statistics of the runs it ended, and, with NOTIFY on, sends the ids of the
-        # jobs it ended as ONE notification (delivered at commit) for result waiters in other
-        # processes.
+        # The finish function (ddl.run_function_statements): it writes the statistics of the
+        # runs it ended, and, with NOTIFY on, sends the ids of the jobs it ended as ONE
+        # notification (delivered at commit) for result waiters in other processes.
         cursor.execute(
             f'SELECT id FROM "{finish_function_name(self.prefix)}"(%s::jsonb, %s)',
             [batch, self.done_channel if self.notify else None],
