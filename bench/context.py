@@ -107,19 +107,25 @@ class Bench:
         self.info["count_triggers"] = "off"
 
     def _drop_stat_trigger(self) -> None:
-        """ANOLE_BENCH_STAT_TRIGGER=off: the hot paths without the trigger that keeps the
-        per-minute run statistics (the charts then go stale), to measure what it costs."""
+        """ANOLE_BENCH_STAT_TRIGGER=off: the hot paths without the per-minute run statistics
+        (the trigger dropped, PostgreSQL's claim and finish functions without them; the charts
+        then go stale), to measure what they cost."""
         if self.store not in ("sqlite", "postgres"):
             return
         from django.db import connection
 
-        from anole_jobs.stores.database.ddl import drop_stat_statements
+        from anole_jobs.stores.database.ddl import drop_stat_statements, run_function_statements
 
         prefix = self.jobs.service.settings.table_prefix
+        # PostgreSQL's claim and finish functions write their own statistics: replaced by
+        # copies without them.
+        functions = run_function_statements(connection.vendor, prefix, stats=False)[:2]
         with connection.cursor() as cursor:
             for statement in drop_stat_statements(connection.vendor, prefix):
                 if statement.startswith("DROP TRIGGER"):
                     cursor.execute(statement)
+            for statement in functions:
+                cursor.execute(statement)
         self.info["stat_trigger"] = "off"
 
     def close(self) -> None:

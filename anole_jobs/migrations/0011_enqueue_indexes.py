@@ -62,7 +62,7 @@ ADMIN = (
 
 
 class Migration(migrations.Migration):
-    dependencies = [("anole_jobs", "0008_workers")]
+    dependencies = [("anole_jobs", "0010_limited_claim")]
 
     operations = [
         migrations.SeparateDatabaseAndState(

@@ -2,9 +2,9 @@
 
 Each store keeps, per queue and per minute (UTC), how many jobs were started (claimed),
 completed, failed and retried, and failed for good (dead), and a histogram of the run times of
-the completed ones, in the same write that moves the job (SQL triggers, the Redis scripts, the
-memory store's lock). Reading a day of them costs in proportion to the minutes, never to the
-jobs.
+the completed ones, in the same write that moves the job (SQL triggers and PostgreSQL's claim
+and finish functions, the Redis scripts, the memory store's lock). Reading a day of them costs
+in proportion to the minutes, never to the jobs.
 
 What lands where (the same rule on every store):
 

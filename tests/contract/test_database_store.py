@@ -230,6 +230,8 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0006_limits",
             "0007_stats",
             "0008_workers",
+            "0009_stat_rows",
+            "0010_limited_claim",
             "0011_enqueue_indexes",
         ]
 
@@ -300,7 +302,7 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
     assert len(expected["columns"]) == 86 and len(expected["indexes"]) == 28
-    assert len(expected["triggers"]) == 5 and len(expected["functions"]) == 2
+    assert len(expected["triggers"]) == 5 and len(expected["functions"]) == 5
     assert built == expected
 
 
@@ -585,10 +587,39 @@ def plans(store: SQLStore, call: Callable[[], object]) -> list[str]:
         for query in queries:
             if query["sql"].split()[0] in ("BEGIN", "COMMIT"):
                 continue
+            if store.vendor == "postgresql" and re.search(r'FROM "anole_jobs_\w+"\(', query["sql"]):
+                found.append(function_plans(connection, cursor, query["sql"]))
+                continue
             prefix = "EXPLAIN QUERY PLAN " if store.vendor == "sqlite" else "EXPLAIN "
             cursor.execute(prefix + query["sql"])
             found.append("\n".join(str(row[-1]) for row in cursor.fetchall()))
+        transaction.set_rollback(True, using=store.alias)
     return found
+
+
+def function_plans(connection: Any, cursor: Any, sql: str) -> str:
+    """The plans of the statements a store function runs (the claim, the finish): the call run
+    again with auto_explain logging each nested statement's generic plan, the one a session
+    uses once PL/pgSQL caches it (the transaction is rolled back)."""
+    notices: list[str] = []
+    raw = connection.connection
+    handler = lambda diagnostic: notices.append(diagnostic.message_primary or "")  # noqa: E731
+    raw.add_notice_handler(handler)
+    try:
+        for setting in (
+            "DISCARD PLANS",  # plan again, with this transaction's settings
+            "LOAD 'auto_explain'",
+            "SET LOCAL auto_explain.log_min_duration = 0",
+            "SET LOCAL auto_explain.log_nested_statements = on",
+            "SET LOCAL client_min_messages = log",
+            "SET LOCAL plan_cache_mode = force_generic_plan",
+        ):
+            cursor.execute(setting)
+        cursor.execute(sql)
+        cursor.execute("SET LOCAL client_min_messages = notice")
+    finally:
+        raw.remove_notice_handler(handler)
+    return "\n".join(notices)
 
 
 def full_scans(plan: str) -> list[str]:

@@ -156,6 +156,31 @@ def test_a_run_time_is_counted_to_the_millisecond_rounded_up(env):
     assert (point.runtime_max_ms, point.runtime_total_ms) == (101, 201)
 
 
+def test_each_bucket_bound_falls_in_its_own_bucket(env):
+    # A run of exactly a bound is in that bound's bucket, one millisecond more in the next one:
+    # the SQL computes the bucket its own way, which must agree with `bucket_of` at every edge.
+    store = env.store
+    runs_ms = [0, *RUNTIME_BUCKETS_MS, *(bound + 1 for bound in RUNTIME_BUCKETS_MS)]
+    store.insert([new_job() for _ in runs_ms])
+    refs = run(store, "default", T0, len(runs_ms))
+    store.finish(
+        [
+            Finish(run=ref, state="completed", at=T0 + timedelta(milliseconds=ms))
+            for ref, ms in zip(refs, runs_ms, strict=True)
+        ]
+    )
+    expected = [0] * len(RUNTIME_BUCKETS_MS + (0,))
+    for ms in runs_ms:
+        expected[bucket_of(ms)] += 1
+    merged = StatsPoint(at=T0)
+    for point in points(store, "hour")["default"].values():
+        merged = merged.plus(point)
+    assert list(merged.runtime) == expected
+    assert merged.completed == len(runs_ms)
+    assert merged.runtime_total_ms == sum(runs_ms)
+    assert merged.runtime_max_ms == max(runs_ms)
+
+
 def test_lapsed_leases_count_as_retried_then_dead(env):
     store = env.store
     store.insert([new_job(attempts=2)])

@@ -556,6 +556,7 @@ def limit_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
 # minute) and statement (an AFTER UPDATE statement trigger joining its transition tables), which
 # the leader folds at each prune, as it folds the counts; SQLite upserts one row per (queue,
 # minute). Minutes older than the store's keep are deleted at prune time.
+# Since migration 0009 PostgreSQL's claims and finishes write their own rows instead (below).
 
 
 def stat_table(prefix: str) -> str:
@@ -594,8 +595,8 @@ _PG_STAT_TABLE = """CREATE TABLE "{stat}" (
 # OFFSET 0 keeps each subquery apart: flattened, the planner would compute the run time and
 # its bucket once per histogram column (19 times per row), which made the trigger ten times
 # slower than the count trigger.
-_PG_STAT_FUNCTION = """CREATE FUNCTION "{function}"() RETURNS trigger LANGUAGE plpgsql AS $body$
-BEGIN
+_PG_STAT_FUNCTION = """{create} FUNCTION "{function}"() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN{skip}
     INSERT INTO "{stat}" (queue, minute, {columns})
     SELECT queue, minute, SUM(started), SUM(completed), SUM(retried), SUM(dead),
         COALESCE(SUM(ms), 0), COALESCE(MAX(ms), 0), {buckets}
@@ -671,9 +672,6 @@ def stat_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     _check(vendor, prefix)
     job, stat = tables(prefix).job, stat_table(prefix)
     columns = ", ".join(STAT_COLUMNS)
-    bucket_sums = ", ".join(
-        f"COUNT(*) FILTER (WHERE b = {i})" for i in range(len(STAT_BUCKET_COLUMNS))
-    )
     if vendor == "sqlite":
         counters = ",\n".join(f'    "{c}" integer NOT NULL' for c in STAT_COLUMNS)
         updates = ", ".join(
@@ -700,18 +698,33 @@ def stat_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
     return [
         _PG_STAT_TABLE.format(stat=stat, counters=counters),
         f'CREATE INDEX "{index_name(prefix, "stat_minute")}" ON "{stat}" ("minute")',
-        _PG_STAT_FUNCTION.format(
-            function=function,
-            stat=stat,
-            columns=columns,
-            buckets=bucket_sums,
-            bucket=_bucket_case("ms"),
-            when=_STAT_WHEN.format(length="jsonb_array_length"),
-        ),
+        _pg_stat_function(prefix),
         f'CREATE TRIGGER "{schema_name(prefix, "stat_runs")}" AFTER UPDATE ON "{job}"'
         " REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs"
         f' FOR EACH STATEMENT EXECUTE FUNCTION "{function}"()',
     ]
+
+
+def _pg_stat_function(prefix: str, *, skip_written: bool = False) -> str:
+    """The statistics trigger's function: 0007's, or 0009's, which first returns when the
+    statement that fired it wrote its own statistics (`run_function_statements`)."""
+    skip = (
+        f"\n    IF current_setting('{STATS_WRITTEN}', true) = 'on' THEN RETURN NULL; END IF;"
+        if skip_written
+        else ""
+    )
+    return _PG_STAT_FUNCTION.format(
+        create="CREATE OR REPLACE" if skip_written else "CREATE",
+        skip=skip,
+        function=stat_function_name(prefix),
+        stat=stat_table(prefix),
+        columns=", ".join(STAT_COLUMNS),
+        buckets=", ".join(
+            f"COUNT(*) FILTER (WHERE b = {i})" for i in range(len(STAT_BUCKET_COLUMNS))
+        ),
+        bucket=_bucket_case("ms"),
+        when=_STAT_WHEN.format(length="jsonb_array_length"),
+    )
 
 
 def drop_stat_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
@@ -725,6 +738,389 @@ def drop_stat_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]
         f'DROP TRIGGER IF EXISTS "{trigger}" ON "{job}"',
         f'DROP FUNCTION IF EXISTS "{stat_function_name(prefix)}"()',
         f'DROP TABLE IF EXISTS "{stat}"',
+    ]
+
+
+# -- claims and finishes in server functions (migration 0009) -------------------------------
+# The statistics trigger's statement cost PostgreSQL its executor set-up at every claim and
+# finish, whatever the batch: a third or more of a worker's throughput on no-op jobs. So on
+# PostgreSQL the claim and the finish are functions that each write their own statistics
+# row(s) from the rows they moved, in the same statement (PL/pgSQL also saves the parsing of
+# their statements; they are still planned at each call, see PLAN_EACH_CALL), then tell the
+# trigger so through a transaction-local setting: the trigger returns at once for
+# them and still counts every other statement (rescues, the limited claims of several
+# statements, a user's own UPDATE). SQLite keeps its triggers, which run in process.
+
+#: The transaction-local setting a run function sets while its statement runs, so the statistics
+#: trigger leaves that statement to it.
+STATS_WRITTEN = "anole_jobs.stats_written"
+
+
+#: The run functions' statements are planned at each call, with the values passed and the
+#: table's size then, as the plain statements were (PL/pgSQL still saves their parsing). A
+#: generic plan, kept for the session, was made when the worker started on an empty job table
+#: (a scan of the table, kept as it filled): measured, that halved a worker's throughput.
+PLAN_EACH_CALL = "SET plan_cache_mode = force_custom_plan"
+
+
+def claim_function_name(prefix: str) -> str:
+    """The PostgreSQL function that claims jobs (migration 0009)."""
+    return schema_name(prefix, "claim")
+
+
+def finish_function_name(prefix: str) -> str:
+    """The PostgreSQL function that finishes runs (migration 0009)."""
+    return schema_name(prefix, "finish")
+
+
+#: What a claim returns, and its types: only what the record does not already know (its state
+#: is running, `attempted_at` is the claim's `now`), times as integer microseconds since the
+#: epoch (Django's timestamptz loader and `decode_time` in Python were a third of a claimed
+#: row's cost).
+CLAIMED_RESULT = (
+    ("id", "bigint", "j.id"),
+    ("kind", "text", "j.kind"),
+    ("queue", "text", "j.queue"),
+    ("args", "jsonb", "j.args"),
+    ("meta", "jsonb", "j.meta"),
+    ("priority", "smallint", "j.priority"),
+    ("attempt", "integer", "j.attempt"),
+    ("max_attempts", "integer", "j.max_attempts"),
+    ("errors", "jsonb", "j.errors"),
+    ("created_us", "bigint", "(extract(epoch FROM j.created_at) * 1000000)::bigint"),
+    ("scheduled_us", "bigint", "(extract(epoch FROM j.scheduled_at) * 1000000)::bigint"),
+    ("finished_us", "bigint", "(extract(epoch FROM j.finished_at) * 1000000)::bigint"),
+    ("unique_key", "text", "j.unique_key"),
+    ("claim_token", "bigint", "j.claim_token"),
+    ("workflow_id", "text", "j.workflow_id"),
+    ("step_name", "text", "j.step_name"),
+)
+CLAIMED_COLUMNS = ", ".join(expression for _, _, expression in CLAIMED_RESULT)
+
+# The plain claim: an uncorrelated ARRAY(subquery) picks and locks the rows once, before the
+# UPDATE (a subquery on the inner side of a nested loop could be rescanned, and each rescan
+# would lock `p_limit` more rows), and the UPDATE finds them by primary key whatever its
+# estimate of `p_limit`; the rows it locked are re-checked
+# by the lock and held until commit, so the UPDATE needs no condition but the id. The queue's
+# pause is read in the same statement, so a pause committed before the claim began always holds.
+_PG_CLAIM_FUNCTION = """CREATE OR REPLACE FUNCTION "{function}"(p_queue text, p_kinds text[],
+    p_limit integer, p_now timestamptz, p_lease_until timestamptz, p_worker text)
+RETURNS TABLE ({result}) LANGUAGE plpgsql {generic} AS $body$
+#variable_conflict use_column
+DECLARE
+    n_claimed bigint;
+    v_setting text;  -- set_config's result (an assignment runs as a simple expression, no query)
+BEGIN
+    v_setting := set_config('{written}', 'on', true);
+    RETURN QUERY WITH claimed AS (UPDATE "{job}" AS j SET state = 'running',
+        attempt = j.attempt + 1, claim_token = j.claim_token + 1, attempted_at = p_now,
+        lease_until = p_lease_until, claimed_by = p_worker
+        WHERE j.id = ANY(ARRAY(SELECT id FROM "{job}"
+            WHERE state = 'available' AND queue = p_queue
+            AND (p_kinds IS NULL OR kind = ANY(p_kinds))
+            AND NOT EXISTS (SELECT 1 FROM "{queue}" WHERE name = p_queue AND paused_at IS NOT NULL)
+            ORDER BY priority DESC, scheduled_at, id LIMIT p_limit FOR UPDATE SKIP LOCKED))
+        RETURNING {columns})
+    SELECT * FROM claimed;
+    GET DIAGNOSTICS n_claimed = ROW_COUNT;
+    v_setting := set_config('{written}', '', true);{stats}
+END
+$body$"""
+
+_PG_CLAIM_STATS = """
+    IF n_claimed > 0 THEN
+        INSERT INTO "{stat}" (queue, minute, {columns})
+        VALUES (p_queue, div(extract(epoch FROM p_now), 60)::bigint, n_claimed, {zeros});
+    END IF;"""
+
+# The fenced finish of a batch (one JSON array of rows, see PostgresStore.finish_rows), the
+# statistics of the runs it ended (grouped by queue, minute and outcome: completed in a run-time
+# bucket, retried or dead; one row each), and the ids of the jobs it ended as ONE notification
+# (delivered at commit) when `p_channel` is set; a payload over PostgreSQL's limit says "look
+# again at every job you wait for" ("").
+_PG_FINISH_FUNCTION = """CREATE OR REPLACE FUNCTION "{function}"(p_batch jsonb, p_channel text)
+RETURNS TABLE (id bigint, state text) LANGUAGE plpgsql {generic} AS $body$
+#variable_conflict use_column
+DECLARE
+    v_setting text;  -- set_config's result (an assignment runs as a simple expression, no query)
+BEGIN
+    v_setting := set_config('{written}', 'on', true);
+    RETURN QUERY WITH f AS (SELECT (r->>0)::bigint AS id, (r->>1)::int AS attempt,
+        (r->>2)::bigint AS token, r->>3 AS state, (r->>4)::timestamptz AS at,
+        (r->>5)::timestamptz AS scheduled_at, NULLIF(r->6, 'null'::jsonb) AS error,
+        (r->>7)::int AS give_back, (r->>8)::jsonb AS result, (r->>9)::timestamptz AS started_at
+        FROM jsonb_array_elements(p_batch) AS e(r)),
+    ended AS (UPDATE "{job}" AS j SET state = f.state, lease_until = NULL,
+        attempt = j.attempt - f.give_back,
+        errors = CASE WHEN f.error IS NULL THEN j.errors
+            ELSE j.errors || jsonb_build_array(f.error) END,
+        finished_at = CASE WHEN f.state IN ({final}) THEN f.at ELSE j.finished_at END,
+        scheduled_at = COALESCE(f.scheduled_at, j.scheduled_at),
+        unique_lock = CASE WHEN f.state IN ({final}) AND j.unique_scope <> 'any'
+            THEN NULL ELSE j.unique_lock END,
+        result = CASE WHEN f.state = 'completed' THEN f.result ELSE j.result END,
+        attempted_at = COALESCE(f.started_at, j.attempted_at)
+        FROM f WHERE j.id = f.id AND j.attempt = f.attempt AND j.claim_token = f.token
+        AND j.state = 'running'
+        RETURNING j.id, j.state, j.queue, j.attempted_at, j.finished_at,
+            f.error IS NOT NULL AND f.give_back = 0 AS failed, f.error ->> 'at' AS failed_at){stats}
+    SELECT ended.id, ended.state::text FROM ended WHERE (SELECT COUNT(*) FROM done) >= 0;
+    v_setting := set_config('{written}', '', true);
+END
+$body$"""
+
+# Runs that count (as the trigger's rule): completed, dead, or a failure that will run again
+# (an error appended and the attempt kept: not a snooze or a drain, which give it back). The
+# bucket is the number of bounds below the run time, as `stats.bucket_of` computes it.
+_PG_FINISH_STATS = """,
+    counted AS (SELECT queue, minute, outcome, COUNT(*) AS n, COALESCE(SUM(ms), 0) AS total_ms,
+            COALESCE(MAX(ms), 0) AS max_ms FROM (
+        SELECT queue, div(extract(epoch FROM CASE WHEN state IN ('completed', 'dead')
+                THEN finished_at ELSE failed_at::timestamptz END), 60)::bigint AS minute,
+            CASE state WHEN 'completed' THEN width_bucket(ms - 1, '{{{bounds}}}'::bigint[])
+                WHEN 'dead' THEN -2 ELSE -1 END AS outcome, ms
+        FROM (SELECT queue, state, finished_at, failed_at,
+                CASE WHEN state = 'completed' THEN GREATEST(0, ceil(extract(epoch FROM
+                    finished_at - attempted_at) * 1000))::bigint END AS ms
+            FROM ended WHERE state IN ('completed', 'dead') OR failed) AS r
+        ) AS o GROUP BY queue, minute, outcome),
+    stats AS (INSERT INTO "{stat}" (queue, minute, {columns})
+        SELECT queue, minute, 0, CASE WHEN outcome >= 0 THEN n ELSE 0 END,
+            CASE WHEN outcome = -1 THEN n ELSE 0 END, CASE WHEN outcome = -2 THEN n ELSE 0 END,
+            total_ms, max_ms, {buckets} FROM counted)"""
+
+_PG_FINISH_NOTIFY = """,
+    done AS (SELECT pg_notify(p_channel, CASE WHEN length(s) <= {payload_max} THEN s ELSE '' END)
+        FROM (SELECT string_agg(id::text, ',') AS s FROM ended WHERE state IN ({final})) AS t
+        WHERE s IS NOT NULL AND p_channel IS NOT NULL)"""
+
+#: The longest NOTIFY payload sent (PostgreSQL refuses 8000 bytes or more).
+NOTIFY_PAYLOAD_MAX = 7900
+
+
+def run_function_statements(
+    vendor: str, prefix: str = DEFAULT_PREFIX, *, stats: bool = True
+) -> list[str]:
+    """Migration 0009 (PostgreSQL; nothing on SQLite): the claim and finish functions, which
+    write their statistics themselves, and the statistics trigger's function that leaves their
+    statements to them. `stats=False` builds the functions without their statistics (the bench
+    measures what they cost that way, with the trigger dropped)."""
+    _check(vendor, prefix)
+    if vendor == "sqlite":
+        return []
+    names = tables(prefix)
+    stat = stat_table(prefix)
+    columns = ", ".join(STAT_COLUMNS)
+    claim_stats = _PG_CLAIM_STATS.format(
+        stat=stat, columns=columns, zeros=", ".join(["0"] * (len(STAT_COLUMNS) - 1))
+    )
+    finish_stats = _PG_FINISH_STATS.format(
+        stat=stat,
+        columns=columns,
+        bounds=",".join(map(str, RUNTIME_BUCKETS_MS)),
+        buckets=", ".join(
+            f"CASE WHEN outcome = {i} THEN n ELSE 0 END" for i in range(len(STAT_BUCKET_COLUMNS))
+        ),
+    )
+    final = "'completed', 'cancelled', 'dead'"
+    notify = _PG_FINISH_NOTIFY.format(payload_max=NOTIFY_PAYLOAD_MAX, final=final)
+    return [
+        _PG_CLAIM_FUNCTION.format(
+            function=claim_function_name(prefix),
+            generic=PLAN_EACH_CALL,
+            result=", ".join(f"{name} {kind}" for name, kind, _ in CLAIMED_RESULT),
+            written=STATS_WRITTEN,
+            job=names.job,
+            queue=names.queue,
+            columns=CLAIMED_COLUMNS,
+            stats=claim_stats if stats else "",
+        ),
+        _PG_FINISH_FUNCTION.format(
+            function=finish_function_name(prefix),
+            generic=PLAN_EACH_CALL,
+            written=STATS_WRITTEN,
+            job=names.job,
+            final=final,
+            stats=(finish_stats if stats else "") + notify,
+        ),
+        _pg_stat_function(prefix, skip_written=True),
+    ]
+
+
+def drop_run_function_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Undo `run_function_statements` (migration 0009 backwards): the trigger counts every
+    statement again."""
+    _check(vendor, prefix)
+    if vendor == "sqlite":
+        return []
+    return [
+        f'DROP FUNCTION IF EXISTS "{claim_function_name(prefix)}"'
+        "(text, text[], integer, timestamptz, timestamptz, text)",
+        f'DROP FUNCTION IF EXISTS "{finish_function_name(prefix)}"(jsonb, text)',
+        _pg_stat_function(prefix).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1),
+    ]
+
+
+# -- a claim within a queue's limits in one statement (migration 0010) ----------------------
+# A limited claim (docs/limits.md, stores/database/limits.py) locks its queue's row of the limit
+# table, reads what runs and the recent claims, claims within the room left and writes the
+# window back: from Python that is three round trips or more (the lock, the claim, the commit).
+# This function does the same in one call, for a queue without a partition (a partition's key is
+# computed from the args in Python, whose JSON the window's keys are; those claims keep the
+# Python path). It follows `anole_jobs.limits.Planner` step for step: each statement after the
+# lock sees every claim committed before it was granted (PL/pgSQL takes a new snapshot per
+# statement of a volatile function under READ COMMITTED).
+_PG_CLAIM_LIMITED_FUNCTION = """CREATE OR REPLACE FUNCTION "{function}"(p_queue text,
+    p_kinds text[], p_limit integer, p_now timestamptz, p_lease_until timestamptz,
+    p_worker text, p_concurrency integer, p_rate_count integer, p_rate_seconds double precision)
+RETURNS TABLE ({result}, held boolean, reopens_at double precision)
+LANGUAGE plpgsql {generic} AS $body$
+#variable_conflict use_column
+DECLARE
+    v_set_concurrency integer;
+    v_set_rate_count integer;
+    v_set_rate_seconds double precision;
+    v_stored text;
+    v_concurrency integer;
+    v_rate_count integer;
+    v_rate_seconds double precision;
+    v_now_s double precision := extract(epoch FROM p_now)::double precision;
+    v_running bigint := 0;
+    v_recent double precision[] := '{{}}';
+    v_counted double precision[];
+    v_room bigint;
+    v_taken bigint := 0;
+    v_is_held boolean := false;
+    v_reopens double precision;
+    v_setting text;  -- set_config's result (an assignment runs as a simple expression, no query)
+BEGIN
+    -- The upsert locks the queue's row until commit and returns it.
+    INSERT INTO "{limit}" (queue, claims) VALUES (p_queue, '{{}}')
+        ON CONFLICT (queue) DO UPDATE SET queue = excluded.queue
+        RETURNING global_concurrency, rate_count, rate_seconds, claims
+        INTO v_set_concurrency, v_set_rate_count, v_set_rate_seconds, v_stored;
+    -- Limits set at runtime in place of the settings' (Limits.overlay).
+    v_concurrency := COALESCE(v_set_concurrency, p_concurrency);
+    IF v_set_rate_count IS NOT NULL AND v_set_rate_seconds IS NOT NULL THEN
+        v_rate_count := v_set_rate_count;
+        v_rate_seconds := v_set_rate_seconds;
+    ELSE
+        v_rate_count := p_rate_count;
+        v_rate_seconds := p_rate_seconds;
+    END IF;
+    v_room := p_limit;
+    IF v_concurrency IS NOT NULL THEN
+        SELECT COUNT(*) INTO v_running FROM "{job}" WHERE queue = p_queue AND state = 'running';
+        v_room := LEAST(v_room, v_concurrency - v_running);
+    END IF;
+    IF v_rate_count IS NOT NULL THEN
+        -- The claims of the last two periods (Planner: a claimer whose clock read earlier
+        -- still finds every claim of its own window); this claim counts those of one.
+        SELECT COALESCE(array_agg(t ORDER BY t), '{{}}') INTO v_recent FROM (
+            SELECT v::double precision AS t
+            FROM jsonb_array_elements_text(COALESCE(v_stored::jsonb -> '', '[]')) AS e(v)) AS w
+            WHERE t > v_now_s - 2 * v_rate_seconds;
+        v_room := LEAST(v_room, v_rate_count - cardinality(
+            ARRAY(SELECT t FROM unnest(v_recent) AS u(t) WHERE t > v_now_s - v_rate_seconds)));
+    END IF;
+    v_room := GREATEST(v_room, 0);
+    IF v_room > 0 THEN
+        v_setting := set_config('{written}', 'on', true);
+        RETURN QUERY WITH claimed AS (UPDATE "{job}" AS j SET state = 'running',
+            attempt = j.attempt + 1, claim_token = j.claim_token + 1, attempted_at = p_now,
+            lease_until = p_lease_until, claimed_by = p_worker
+            WHERE j.id = ANY(ARRAY(SELECT id FROM "{job}"
+                WHERE state = 'available' AND queue = p_queue
+                AND (p_kinds IS NULL OR kind = ANY(p_kinds))
+                AND NOT EXISTS (SELECT 1 FROM "{queue}"
+                    WHERE name = p_queue AND paused_at IS NOT NULL)
+                ORDER BY priority DESC, scheduled_at, id LIMIT v_room FOR UPDATE SKIP LOCKED))
+            RETURNING {columns})
+        SELECT *, NULL::boolean, NULL::double precision FROM claimed;
+        GET DIAGNOSTICS v_taken = ROW_COUNT;
+        v_setting := set_config('{written}', '', true);
+        IF v_taken > 0 THEN
+            INSERT INTO "{stat}" (queue, minute, {stat_columns})
+            VALUES (p_queue, div(extract(epoch FROM p_now), 60)::bigint, v_taken, {zeros});
+        END IF;
+    END IF;
+    IF v_rate_count IS NOT NULL AND v_taken > 0 THEN
+        SELECT array_agg(t ORDER BY t) INTO v_recent FROM (SELECT unnest(v_recent) AS t
+            UNION ALL SELECT v_now_s FROM generate_series(1, v_taken)) AS w;
+    END IF;
+    -- Every job the room allowed was taken and the room was below what was asked: the next
+    -- one is held (Planner.offer of one more candidate).
+    IF (v_concurrency IS NOT NULL OR v_rate_count IS NOT NULL) AND v_taken = v_room
+        AND v_room < p_limit THEN
+        v_is_held := true;
+        IF v_rate_count IS NOT NULL THEN
+            v_counted := ARRAY(SELECT t FROM unnest(v_recent) AS u(t)
+                WHERE t > v_now_s - v_rate_seconds ORDER BY t);
+            IF cardinality(v_counted) >= v_rate_count
+                AND (v_concurrency IS NULL OR v_running + v_taken < v_concurrency) THEN
+                -- Held by the rate alone: room comes back when the oldest claim leaves.
+                v_reopens := v_counted[cardinality(v_counted) - v_rate_count + 1]
+                    + v_rate_seconds;
+            END IF;
+        END IF;
+    END IF;
+    IF v_rate_count IS NOT NULL THEN
+        -- The window written back: every partition's claims of the last two periods.
+        UPDATE "{limit}" SET claims = COALESCE((
+            SELECT jsonb_object_agg(k, ts)::text FROM (
+                SELECT k, jsonb_agg(to_jsonb(t) ORDER BY t) AS ts FROM (
+                    SELECT e.key AS k, v::double precision AS t
+                    FROM jsonb_each(v_stored::jsonb) AS e,
+                        jsonb_array_elements_text(e.value) AS a(v)
+                    WHERE e.key <> ''
+                    UNION ALL SELECT '', t FROM unnest(v_recent) AS u(t)
+                ) AS w WHERE t > v_now_s - 2 * v_rate_seconds GROUP BY k) AS g), '{{}}')
+        WHERE queue = p_queue;
+    END IF;
+    RETURN QUERY SELECT {nulls}, v_is_held, v_reopens;
+END
+$body$"""
+
+
+def claim_limited_function_name(prefix: str) -> str:
+    """The PostgreSQL function that claims within a queue's limits (migration 0010)."""
+    return schema_name(prefix, "claim_limited")
+
+
+def limited_claim_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Migration 0010 (PostgreSQL; nothing on SQLite): the function that claims within a
+    queue's limits in one call. Its rows are the claimed jobs (as the claim function's), then
+    one row whose `id` is NULL with `held` and `reopens_at` (epoch seconds, or NULL)."""
+    _check(vendor, prefix)
+    if vendor == "sqlite":
+        return []
+    names = tables(prefix)
+    return [
+        _PG_CLAIM_LIMITED_FUNCTION.format(
+            function=claim_limited_function_name(prefix),
+            generic=PLAN_EACH_CALL,
+            result=", ".join(f"{name} {kind}" for name, kind, _ in CLAIMED_RESULT),
+            written=STATS_WRITTEN,
+            limit=names.limit,
+            job=names.job,
+            queue=names.queue,
+            stat=stat_table(prefix),
+            stat_columns=", ".join(STAT_COLUMNS),
+            zeros=", ".join(["0"] * (len(STAT_COLUMNS) - 1)),
+            columns=CLAIMED_COLUMNS,
+            nulls=", ".join(f"NULL::{kind}" for _, kind, _ in CLAIMED_RESULT),
+        )
+    ]
+
+
+def drop_limited_claim_statements(vendor: str, prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Undo `limited_claim_statements` (migration 0010 backwards)."""
+    _check(vendor, prefix)
+    if vendor == "sqlite":
+        return []
+    return [
+        f'DROP FUNCTION IF EXISTS "{claim_limited_function_name(prefix)}"(text, text[], integer,'
+        " timestamptz, timestamptz, text, integer, integer, double precision)"
     ]
 
 
@@ -798,6 +1194,8 @@ PARTS: tuple[tuple[str | None, Callable[[str, str], list[str]]], ...] = (
     ("queue limits (migration 0006)", limit_statements),
     ("job statistics (migration 0007)", stat_statements),
     ("workers (migration 0008)", worker_statements),
+    ("claims and finishes in server functions (migration 0009)", run_function_statements),
+    ("a claim within a queue's limits in one call (migration 0010)", limited_claim_statements),
     ("enqueue indexes (migration 0011)", enqueue_index_statements),
 )
 

@@ -55,6 +55,18 @@ class SQLLimits:
     ) -> LimitedClaim:
         if limit <= 0 or (kinds is not None and not kinds):
             return LimitedClaim(jobs=[])
+        if not limits.partition:
+            found = self.claim_limited_call(
+                queue,
+                limits=limits,
+                kinds=kinds,
+                limit=limit,
+                now=now,
+                lease_until=lease_until,
+                worker=worker,
+            )
+            if found is not None:
+                return found
         table = f'"{self.tables.limit}"'
         with self.write_lock(), self.cursor() as cursor:
             # The upsert locks the queue's row (PostgreSQL: until commit) and returns it.
@@ -109,6 +121,22 @@ class SQLLimits:
             reopens = now + timedelta(seconds=plan.reopens_at - now.timestamp())
         claimed = self._claimed(rows, now, lease_until)
         return LimitedClaim(jobs=claimed, held=plan.held, reopens_at=reopens)
+
+    def claim_limited_call(
+        self,
+        queue: str,
+        *,
+        limits: Limits,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> LimitedClaim | None:
+        """Vendor hook: the whole limited claim of a queue without a partition in one call to
+        the database (its lock, counts, claim and window write), or None when the vendor has
+        none (the steps above then run from here)."""
+        return None
 
     def claim_capped(
         self,

@@ -23,10 +23,12 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from anole_jobs.conf import Settings
+from anole_jobs.limits import Limits
 from anole_jobs.stores.base import (
     ClaimedJob,
     Finish,
     JobRecord,
+    LimitedClaim,
     ListFilter,
     NewJob,
     Rescued,
@@ -34,7 +36,6 @@ from anole_jobs.stores.base import (
 )
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
-    FINAL,
     ON_KEY_CONFLICT,
     SQLStore,
     aware_utc,
@@ -42,7 +43,14 @@ from anole_jobs.stores.database.base import (
     encode_json,
     insert_values,
 )
-from anole_jobs.stores.database.ddl import STAT_COLUMNS, stat_table
+from anole_jobs.stores.database.ddl import (
+    CLAIMED_COLUMNS,
+    STAT_COLUMNS,
+    claim_function_name,
+    claim_limited_function_name,
+    finish_function_name,
+    stat_table,
+)
 from anole_jobs.stores.database.pg_session import AdvisoryLeadership, Listener
 from anole_jobs.stores.wakeups import Subscription, deliver_payload, priority_payload
 
@@ -55,25 +63,11 @@ _ISO_LEASE = (
 )
 
 
-#: What a claim returns: only what the record does not already know (its state is running,
-#: `attempted_at` is the claim's `now`), times as integer microseconds since the epoch. Django's
-#: timestamptz loader and `decode_time` in Python were a third of a claimed row's cost.
-CLAIMED_COLUMNS = (
-    "j.id, j.kind, j.queue, j.args, j.meta, j.priority, j.attempt, j.max_attempts, j.errors,"
-    " (extract(epoch FROM j.created_at) * 1000000)::bigint,"
-    " (extract(epoch FROM j.scheduled_at) * 1000000)::bigint,"
-    " (extract(epoch FROM j.finished_at) * 1000000)::bigint, j.unique_key, j.claim_token,"
-    " j.workflow_id, j.step_name"
-)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _from_micros(value: int | None) -> datetime | None:
     return None if value is None else _EPOCH + timedelta(microseconds=value)
-
-
-#: The longest NOTIFY payload sent (PostgreSQL refuses 8000 bytes or more).
-NOTIFY_PAYLOAD_MAX = 7900
 
 
 def _as_is(value: Any) -> Any:
@@ -281,25 +275,12 @@ class PostgresStore(SQLStore):
         lease_until: datetime,
         worker: str,
     ) -> list[tuple[Any, ...]]:
-        kind_filter: str = ""
-        kind_params: list[Any] = []
-        if kinds is not None:
-            kind_filter = " AND kind = ANY(%s::text[])"
-            kind_params = [list(kinds)]
         self._relax_if_asked(cursor)
-        # A MATERIALIZED CTE picks the rows once: as a subquery on the inner side of a
-        # nested loop it could be rescanned, and each rescan would lock `limit` more rows.
-        # The rows it locked are re-checked by the lock and held until commit, so the UPDATE
-        # needs no condition but the id (one more would invite a scan of every available job).
+        # The claim function (ddl.run_function_statements): it writes the claim's statistics row
+        # itself, in the same statement.
         cursor.execute(
-            f"WITH c AS MATERIALIZED (SELECT id FROM {self.job_table}"
-            f" WHERE state = 'available' AND queue = %s{kind_filter}{self.not_paused()}"
-            " ORDER BY priority DESC, scheduled_at, id LIMIT %s FOR UPDATE SKIP LOCKED)"
-            f" UPDATE {self.job_table} AS j SET state = 'running', attempt = j.attempt + 1,"
-            " claim_token = j.claim_token + 1, attempted_at = %s, lease_until = %s,"
-            " claimed_by = %s"
-            f" FROM c WHERE j.id = c.id RETURNING {CLAIMED_COLUMNS}",
-            [queue, *kind_params, queue, limit, now, lease_until, worker],
+            f'SELECT * FROM "{claim_function_name(self.prefix)}"(%s, %s, %s, %s, %s, %s)',
+            [queue, list(kinds) if kinds is not None else None, limit, now, lease_until, worker],
         )
         return cursor.fetchall()
 
@@ -348,38 +329,12 @@ class PostgresStore(SQLStore):
                 for r in results
             ]
         )
-        update = (
-            f"UPDATE {self.job_table} AS j SET state = f.state, lease_until = NULL,"
-            " attempt = j.attempt - f.give_back,"
-            " errors = CASE WHEN f.error IS NULL THEN j.errors"
-            " ELSE j.errors || jsonb_build_array(f.error) END,"
-            f" finished_at = CASE WHEN f.state IN ({FINAL}) THEN f.at ELSE j.finished_at END,"
-            " scheduled_at = COALESCE(f.scheduled_at, j.scheduled_at),"
-            f" unique_lock = CASE WHEN f.state IN ({FINAL}) AND j.unique_scope <> 'any'"
-            " THEN NULL ELSE j.unique_lock END,"
-            " result = CASE WHEN f.state = 'completed' THEN f.result ELSE j.result END,"
-            " attempted_at = COALESCE(f.started_at, j.attempted_at)"
-            " FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS attempt,"
-            " (r->>2)::bigint AS token, r->>3 AS state, (r->>4)::timestamptz AS at,"
-            " (r->>5)::timestamptz AS scheduled_at, NULLIF(r->6, 'null'::jsonb) AS error,"
-            " (r->>7)::int AS give_back, (r->>8)::jsonb AS result,"
-            " (r->>9)::timestamptz AS started_at"
-            " FROM jsonb_array_elements(%s::jsonb) AS e(r)) AS f"
-            " WHERE j.id = f.id AND j.attempt = f.attempt AND j.claim_token = f.token"
-            " AND j.state = 'running' RETURNING j.id, j.state"
-        )
-        if not self.notify:
-            cursor.execute(update, [batch])
-            return {row[0] for row in cursor.fetchall()}
-        # The ids of the jobs this batch ended go out as ONE notification from the same
-        # statement (delivered at commit), for result waiters in other processes; a payload
-        # over PostgreSQL's limit says "look again at every job you wait for" ("").
+        # The finish function (ddl.run_function_statements): it writes the statistics of the
+        # runs it ended, and, with NOTIFY on, sends the ids of the jobs it ended as ONE
+        # notification (delivered at commit) for result waiters in other processes.
         cursor.execute(
-            f"WITH upd AS ({update}), done AS (SELECT pg_notify(%s, CASE WHEN length(s) <="
-            f" {NOTIFY_PAYLOAD_MAX} THEN s ELSE '' END) FROM (SELECT string_agg(id::text, ',')"
-            f" AS s FROM upd WHERE state IN ({FINAL})) AS t WHERE s IS NOT NULL)"
-            " SELECT id FROM upd WHERE (SELECT COUNT(*) FROM done) >= 0",
-            [batch, self.done_channel],
+            f'SELECT id FROM "{finish_function_name(self.prefix)}"(%s::jsonb, %s)',
+            [batch, self.done_channel if self.notify else None],
         )
         return {row_id for (row_id,) in cursor.fetchall()}
 
@@ -482,6 +437,46 @@ class PostgresStore(SQLStore):
         return [Rescued(id=i, kind=k, queue=q, state=s) for i, k, q, s in rows]
 
     # -- queue limits ------------------------------------------------------------------------
+    def claim_limited_call(
+        self,
+        queue: str,
+        *,
+        limits: Limits,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> LimitedClaim | None:
+        # One statement, its own transaction unless the caller has one: the function
+        # (ddl.limited_claim_statements) takes the queue's row lock, which the commit releases.
+        rate = limits.rate_limit
+        with self.cursor() as cursor:
+            self._relax_if_asked(cursor)
+            cursor.execute(
+                f'SELECT * FROM "{claim_limited_function_name(self.prefix)}"'
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    queue,
+                    list(kinds) if kinds is not None else None,
+                    limit,
+                    now,
+                    lease_until,
+                    worker,
+                    limits.global_concurrency,
+                    rate.count if rate is not None else None,
+                    rate.seconds if rate is not None else None,
+                ],
+            )
+            rows = cursor.fetchall()
+        *claimed, (*_, held, reopens_at) = rows
+        reopens = None
+        if reopens_at is not None:
+            reopens = now + timedelta(seconds=reopens_at - now.timestamp())
+        return LimitedClaim(
+            jobs=self._claimed(claimed, now, lease_until), held=bool(held), reopens_at=reopens
+        )
+
     def claim_capped(
         self,
         cursor: CursorWrapper,
