@@ -74,6 +74,34 @@ def test_a_rate_limit_is_a_sliding_window_counted_from_the_claims(env):
     assert [c.record.id for c in first.jobs + second.jobs + third.jobs] == ids[:5]
 
 
+def test_a_job_given_back_and_claimed_again_counts_twice_in_the_rate_window(env):
+    # A job given back (a drain, or a second signal that stopped its handler) may already
+    # have called what the rate protects, so its claim stays in the window, and the next
+    # claim of the same job, at the same instant, is a claim of its own.
+    limits = limited(env, rate_limit=(2, timedelta(seconds=1)))
+    (only,) = env.jobs.enqueue_many([Work()])
+    first = claim(env, limits)
+    assert [c.record.id for c in first.jobs] == [only.id]
+    now = env.clock()
+    assert env.store.finish(
+        [
+            Finish(
+                run=first.jobs[0].run,
+                state="available",
+                at=now,
+                scheduled_at=now,
+                give_back_attempt=True,
+            )
+        ]
+    ) == [True]
+    again = claim(env, limits)
+    assert [c.record.id for c in again.jobs] == [only.id]
+    env.jobs.enqueue_many([Work()])
+    third = claim(env, limits)
+    assert third.jobs == [] and third.held
+    assert third.reopens_at == now + timedelta(seconds=1)
+
+
 def test_a_pair_rate_limit_and_a_concurrency_hold_together(env):
     limits = limited(env, global_concurrency=1, rate_limit=(2, timedelta(seconds=10)))
     env.jobs.enqueue_many([Work() for _ in range(4)])

@@ -69,10 +69,10 @@ local function window(queue, rc, rs, now)
     end
     return n
   end
-  function w.add(part, id)
+  function w.add(part, claim)
     local key = K_lw(queue, part)
     local n = w.count(part)
-    redis.call('ZADD', key, now, now .. ':' .. id)
+    redis.call('ZADD', key, now, now .. ':' .. claim)
     redis.call('PEXPIRE', key, math.ceil(2 * rs * 1000) + 1000)
     counts[part] = n + 1
     totals[part] = totals[part] + 1

@@ -43,7 +43,9 @@ local function claim_one(j, part)
     running[part] = (running[part] or 0) + 1
     redis.call('HSET', K_lr(queue), j.id, '1')
   end
-  if rc then win.add(part, j.id) end
+  -- One entry per claim, not per job: a job given back and claimed again within the period
+  -- (its token moved on) counts twice, as the other stores count it.
+  if rc then win.add(part, j.id .. ':' .. j.token) end
 end
 
 local scanned = 0
