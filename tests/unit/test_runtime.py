@@ -389,18 +389,28 @@ class StartOrder:
     def report(self, attempt: Any) -> None:
         pass
 
-    def submit(self, attempt: Any) -> None:
-        pass
+    def submit(self, attempt: Any, settled: Any) -> None:
+        settled()
 
 
 def run_slot(pool: Any) -> list[int]:
-    """Start every job the pool holds, in one slot in this thread; the ids in start order."""
+    """Start every job the pool holds, in one slot in this thread; the ids in start order.
+
+    The slot's connection hygiene (Django's `close_old_connections` around each run) is left
+    out: these tests have no database access, and a connection another test left open in
+    this thread would otherwise be checked."""
+    from unittest import mock
+
     from anole_jobs.worker.queue import _STOP
 
     order = StartOrder()
     pool.executor = pool.completer = order
     pool._inbox.put(_STOP)
-    pool._slot(0)
+    with (
+        mock.patch("django.db.close_old_connections"),
+        mock.patch("anole_jobs.background.close_connections"),
+    ):
+        pool._slot(0)
     return order.started
 
 
