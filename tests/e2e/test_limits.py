@@ -87,6 +87,7 @@ def test_a_rate_limit_holds_across_processes(backend: Backend) -> None:
     spans = " ".join(f"{c / 1e6:.4f}" for c in claims)
     assert busiest == rate, spans
     # So the last ten windows' jobs came no sooner than ten seconds after the first claim, and
-    # held jobs were claimed soon after each window reopened (the worker sleeps until then).
+    # held jobs were claimed soon after each window reopened (the worker sleeps until then):
+    # well within the second per window the rule allows, with room for a loaded machine.
     took = claims[-1] / 1e6
-    assert 10.0 <= took <= 10.0 + 3.0, spans
+    assert 10.0 <= took <= 10.0 + 5.0, spans
