@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import select
 import signal
@@ -276,7 +277,11 @@ class Supervisor:
             self._clean = self._clean and decision.clean
 
     def _wait(self, timeout: float | None) -> None:
-        select.select([self._wake_read], [], [], timeout)  # a signal handler writes to it
+        # A signal handler writes to the pipe. poll(), not select(): select() refuses a
+        # descriptor numbered 1024 or more, which a process with many open files hands out.
+        poller = select.poll()
+        poller.register(self._wake_read, select.POLLIN)
+        poller.poll(None if timeout is None else max(0, math.ceil(timeout * 1000)))
         try:
             while os.read(self._wake_read, 512):
                 pass

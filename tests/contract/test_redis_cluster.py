@@ -184,13 +184,13 @@ def test_the_eviction_check_reads_every_master(env, local_redis_cluster, setting
 
 
 def test_a_lost_connection_names_the_cluster(env, local_redis_cluster):
+    from anole_jobs.stores.redis.cluster import LazyRedisCluster
     from anole_jobs.stores.redis.unavailable import address
 
-    # Before the first command the client knows the node it starts from; then every master.
-    assert (
-        address(env.store.client)
-        == f"the Redis Cluster at 127.0.0.1:{local_redis_cluster.ports[0]}"
-    )
+    # Before the first command a client knows the node it starts from (the store's client is
+    # shared within the process, so a fresh one shows it); then every master.
+    start = f"127.0.0.1:{local_redis_cluster.ports[0]}"
+    assert address(LazyRedisCluster(f"redis://{start}/0", {})) == f"the Redis Cluster at {start}"
     env.jobs.counts()
     text = address(env.store.client)
     assert text.startswith("the Redis Cluster at ")
@@ -275,3 +275,18 @@ def test_a_unique_key_holds_within_one_slot(env, local_redis_cluster):
     tagged = env.jobs.enqueue(Work(), queue="{t}a", unique=Unique(key="k"))
     assert not env.jobs.enqueue(Work(), queue="{t}b", unique=Unique(key="k")).inserted
     assert tagged.inserted
+
+
+def test_cache_objects_of_one_cluster_share_one_client(env, settings):
+    """Django makes a cache object per thread and per settings change; each must not open a
+    cluster client of its own (connections to every master, never closed)."""
+    from anole_jobs.stores.redis.cluster import ClusterConnectionFactory
+
+    # Options of this test's own (a socket timeout no other cache has), so closing its
+    # client below leaves the one the store uses alone.
+    options = {**settings.CACHES["jobs_cluster"].get("OPTIONS", {}), "SOCKET_TIMEOUT": 7.25}
+    location = settings.CACHES["jobs_cluster"]["LOCATION"]
+    first = ClusterConnectionFactory(options).connect(location)
+    assert ClusterConnectionFactory(dict(options)).connect(location) is first
+    ClusterConnectionFactory(options).disconnect(first)
+    assert ClusterConnectionFactory(options).connect(location) is not first

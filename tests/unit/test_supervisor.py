@@ -266,3 +266,33 @@ def test_the_supervisor_replaces_a_worker_then_drains_on_sigterm(
     assert "SIGTERM received; asking 1 worker(s) to drain" in text
     assert f"worker 1 (pid {exited[1]}) drained and exited" in text
     assert "every worker stopped; exiting 0" in text
+
+
+def test_the_supervisor_waits_on_a_descriptor_numbered_past_1024() -> None:
+    """A process with many open files hands the supervisor's wake-up pipe a high descriptor
+    number; `select()` refuses those (it did in the whole suite's process), `poll()` not."""
+    import os
+    import resource
+
+    from anole_jobs.worker.supervisor import Supervisor
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1100:
+        pytest.skip(f"this process may open only {hard} files")
+    if soft <= 1100:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    supervisor = Supervisor(lambda slot: [], 1, backoff=Backoff(first=0.01))
+    high = 1100
+    try:
+        os.dup2(supervisor._wake_read, high)
+        os.close(supervisor._wake_read)
+        supervisor._wake_read = high
+        supervisor._wait(0.001)  # nothing written: returns after the timeout
+        os.write(supervisor._wake_write, b"x")
+        supervisor._wait(None)  # returns at once: the write woke it, and it drained the pipe
+        with pytest.raises(BlockingIOError):
+            os.read(high, 1)
+    finally:
+        os.close(high)
+        os.close(supervisor._wake_write)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -531,10 +531,25 @@ class ClusterConnectionFactory:
     `redis.cluster.RedisCluster`: LOCATION names one or more nodes of the cluster (comma
     separated URLs are tried in turn to discover the others)."""
 
+    #: One cluster client per (url, options), shared like django-redis shares its connection
+    #: pools: Django makes a cache object per thread and per settings change, and a client of
+    #: its own for each would hold connections to every master until the process ends.
+    _clients: ClassVar[dict[tuple[str, str], LazyRedisCluster]] = {}
+    _clients_lock = threading.Lock()
+
     def __init__(self, options: dict[str, Any]) -> None:
         self.options = options
 
     def connect(self, url: str) -> Any:
+        kwargs = self._kwargs()
+        key = (url, repr(sorted(kwargs.items())))
+        with self._clients_lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = LazyRedisCluster(url, kwargs)
+        return client
+
+    def _kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(self.options.get("REDIS_CLIENT_KWARGS", {}))
         for option, name in (
             ("PASSWORD", "password"),
@@ -544,8 +559,12 @@ class ClusterConnectionFactory:
         ):
             if self.options.get(option) is not None:
                 kwargs[name] = self.options[option]
-        return LazyRedisCluster(url, kwargs)
+        return kwargs
 
     def disconnect(self, connection: Any) -> None:
+        with self._clients_lock:
+            for key, client in list(self._clients.items()):
+                if client is connection:
+                    del self._clients[key]
         if connection.connected:
             connection.close()
