@@ -70,11 +70,11 @@ if apps.is_installed("django.contrib.admin"):
     from django.utils.html import format_html, format_html_join
 
     from anole_jobs.api import jobs
+    from anole_jobs.core import STATES
     from anole_jobs.operations import actions as job_actions
     from anole_jobs.operations.bulk import LABELS as BULK_LABELS
     from anole_jobs.operations.bulk import PAST_TENSE
     from anole_jobs.operations.bulk import RULES as BULK_RULES
-    from anole_jobs.stores.base import STATES
     from anole_jobs.stores.search import BULK_BATCH_MAX, BulkAction
 
     #: The confirmation page's field that says "yes, act on all of them".

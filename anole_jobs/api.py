@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from anole_jobs import conf, metrics
+from anole_jobs.core import JobRecord
 from anole_jobs.durations import Duration
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.job import Job
@@ -33,7 +34,6 @@ from anole_jobs.service import (
     with_enqueue_options,
 )
 from anole_jobs.stores import open_store
-from anole_jobs.stores.base import JobRecord
 from anole_jobs.stores.workers import WorkerRecord
 from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
 

@@ -24,6 +24,15 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from anole_jobs import codec, events, tracing
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import Settings
+from anole_jobs.core import (
+    FINAL_STATES,
+    LIST_LIMIT_MAX,
+    MAX_JOB_ID,
+    STATES,
+    JobRecord,
+    ListFilter,
+    State,
+)
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob, JobFailed, JobNotFinished
 from anole_jobs.kinds import (
@@ -37,16 +46,7 @@ from anole_jobs.kinds import (
 from anole_jobs.limits import KEEP, Limits, RuntimeLimits, parse_concurrency, parse_rate
 from anole_jobs.records import Enqueued, QueueLimits, QueueRecord
 from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
-from anole_jobs.stores.base import (
-    FINAL_STATES,
-    LIST_LIMIT_MAX,
-    STATES,
-    JobRecord,
-    ListFilter,
-    NewJob,
-    State,
-    Store,
-)
+from anole_jobs.stores.base import NewJob, Store
 from anole_jobs.stores.instrumented import instrument
 from anole_jobs.stores.search import BULK_ACTIONS, BULK_BATCH_MAX
 from anole_jobs.stores.workers import WorkerRecord
@@ -809,7 +809,6 @@ def queue_name(value: object) -> str:
 
 
 #: The largest job id (a signed 64-bit integer, as the SQL stores keep it).
-MAX_JOB_ID = 2**63 - 1
 
 
 def _job_id(value: object) -> int:

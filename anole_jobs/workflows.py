@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from anole_jobs.core import STATES, JobRecord, WorkflowRow
 from anole_jobs.durations import Duration
 from anole_jobs.errors import InvalidJob
 from anole_jobs.kinds import spec_of
-from anole_jobs.stores.base import STATES, JobRecord, WorkflowRow
 
 #: The most steps one workflow may have.
 MAX_STEPS = 10_000

@@ -13,7 +13,7 @@ from typing import Any
 
 from anole_jobs.admin_api import workers
 from anole_jobs.admin_api.routes import COMMON_STATUSES, ROUTES, WRONG_METHOD, Param, Route
-from anole_jobs.stores.base import STATES
+from anole_jobs.core import STATES
 
 _TIME = {"type": ["string", "null"], "format": "date-time"}
 _STATE = {"type": "string", "enum": list(STATES)}

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from anole_jobs.core import JobRecord
 from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.listing import Page
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronRecord
-from anole_jobs.stores.base import JobRecord
 from anole_jobs.workflows import WorkflowRecord
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES
+from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID, STATES
 
 #: Statuses every operation may answer: not logged in, not permitted, store unreachable.
 COMMON_STATUSES = (401, 403, 503)
@@ -82,7 +82,7 @@ JOB_ID = Param(
     name="job_id",
     location="path",
     description="The job's id; an unknown or malformed id answers 404.",
-    schema={"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+    schema={"type": "integer", "minimum": 1, "maximum": MAX_JOB_ID},
     required=True,
 )
 CRON_NAME = Param(
@@ -138,7 +138,7 @@ LIST_FILTERS = (
         name="after",
         location="query",
         description="The `next_after` of the previous page: only jobs with a smaller id.",
-        schema={"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        schema={"type": "integer", "minimum": 1, "maximum": MAX_JOB_ID},
     ),
 )
 

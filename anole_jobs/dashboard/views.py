@@ -35,6 +35,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from anole_jobs.api import jobs
+from anole_jobs.core import STATES, JobRecord
 from anole_jobs.dashboard.access import refuse
 from anole_jobs.dashboard.render import live_script, messages_on, render, render_partial
 from anole_jobs.dashboard.statcharts import throughput_chart
@@ -51,7 +52,6 @@ from anole_jobs.operations.permissions import Access, access
 from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_of
 from anole_jobs.operations.stats import StatsQuery, read_stats
 from anole_jobs.records import QueueRecord
-from anole_jobs.stores.base import STATES, JobRecord
 from anole_jobs.stores.stats import StatsPoint
 
 PAGE_SIZE = 50

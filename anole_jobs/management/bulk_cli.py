@@ -15,10 +15,10 @@ from typing import IO, Any
 
 from django.core.management.base import CommandError
 
+from anole_jobs.core import STATES
 from anole_jobs.operations import bulk
 from anole_jobs.operations.listing import Listing, parse_args, parse_search_text
 from anole_jobs.operations.problems import OperationError
-from anole_jobs.stores.base import STATES
 
 #: The filter options of a bulk action, by the listing field each sets.
 FILTER_OPTIONS = {

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from anole_jobs.api import jobs
+from anole_jobs.core import JobRecord
 from anole_jobs.limits import KEEP, parse_concurrency, parse_rate
 from anole_jobs.operations.problems import BadInput, NotFound
 from anole_jobs.records import Enqueued, QueueRecord
-from anole_jobs.stores.base import JobRecord
 
 T = TypeVar("T")
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
+from anole_jobs.core import MAX_JOB_ID
 from anole_jobs.operations.problems import NotFound
 
-MAX_ID = 2**63 - 1
+MAX_ID = MAX_JOB_ID
 _DIGITS = re.compile(r"[0-9]{1,19}")
 
 

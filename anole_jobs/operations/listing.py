@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from anole_jobs.api import jobs
+from anole_jobs.core import LIST_LIMIT_MAX, STATES, JobRecord
 from anole_jobs.operations.ids import MAX_ID, job_id_or_none
 from anole_jobs.operations.problems import BadInput
-from anole_jobs.stores.base import LIST_LIMIT_MAX, STATES, JobRecord
 
 #: The search terms a listing takes (see "search" at the end of this module).
 SEARCH_FIELDS = ("kind_prefix", "error", "args")

@@ -47,36 +47,24 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
+from anole_jobs.core import (
+    FINAL_STATES,
+    LIVE_STATES,
+    CronState,
+    ErrorEntry,
+    JobRecord,
+    ListFilter,
+    State,
+    UniqueScope,
+    WorkflowRow,
+)
 from anole_jobs.limits import Limits, RuntimeLimits
 from anole_jobs.stores.search import BulkAction
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.wakeups import Subscription, WakeupHub, announce
 from anole_jobs.stores.workers import WorkerRecord
-
-State = Literal[
-    "pending", "scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"
-]
-STATES: tuple[State, ...] = (
-    "pending",
-    "scheduled",
-    "available",
-    "running",
-    "retrying",
-    "completed",
-    "dead",
-    "cancelled",
-)
-#: States in which a job is waiting or running: a "live" unique key holds only in these.
-#: ``pending``: a workflow step waiting for its dependencies (see "Workflows" below).
-LIVE_STATES: tuple[State, ...] = ("pending", "scheduled", "available", "running", "retrying")
-FINAL_STATES: tuple[State, ...] = ("completed", "dead", "cancelled")
-#: States `finish` may write after a run.
-AFTER_RUN_STATES: tuple[State, ...] = ("completed", "retrying", "dead", "scheduled", "available")
-UniqueScope = Literal["live", "any"]
-
-LIST_LIMIT_MAX = 1000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,59 +102,12 @@ class RunRef:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JobRecord:
-    """A job as stored; what `jobs.get` and `jobs.list` return."""
-
-    id: int
-    kind: str
-    queue: str
-    state: State
-    args: Mapping[str, Any]
-    meta: Mapping[str, Any]
-    priority: int
-    attempt: int
-    max_attempts: int
-    errors: tuple[Mapping[str, Any], ...]
-    created_at: datetime
-    scheduled_at: datetime
-    attempted_at: datetime | None
-    finished_at: datetime | None
-    unique_key: str | None
-    #: The handler's return value (JSON), kept with a ``completed`` job; None before
-    #: completion, when it returned None, and for jobs that ended otherwise.
-    result: Any = None
-    #: The workflow this job is a step of, and its step name (None for a plain job).
-    workflow_id: str | None = None
-    step_name: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
 class ClaimedJob:
     """A job a worker has claimed: its record (state ``running``) and the run to fence with."""
 
     record: JobRecord
     run: RunRef
     lease_until: datetime
-
-
-@dataclass(frozen=True, kw_only=True)
-class ErrorEntry:
-    """One failed attempt, stored in the job's `errors` list."""
-
-    at: datetime
-    attempt: int
-    type: str
-    message: str
-    traceback: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "at": self.at.isoformat(),
-            "attempt": self.attempt,
-            "type": self.type,
-            "message": self.message,
-            "traceback": self.traceback,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,32 +149,6 @@ class Rescued:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ListFilter:
-    state: State | None = None
-    queue: str | None = None
-    kind: str | None = None
-    limit: int = 100
-    after: int | None = None
-    workflow: str | None = None
-    # -- search (see stores/search.py for what each term matches) --
-    #: Only jobs whose kind starts with this text.
-    kind_prefix: str | None = None
-    #: Only jobs whose last error ("<type>: <message>") contains this text, in any case.
-    error: str | None = None
-    #: Only jobs whose arguments contain this JSON object (as PostgreSQL's ``jsonb @>``).
-    args: Mapping[str, Any] | None = None
-    #: Only jobs with an id from this one up: the window that bounds a search's reads.
-    min_id: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CronState:
-    name: str
-    last_tick_at: datetime | None
-    last_job_id: int | None
-
-
-@dataclass(frozen=True, kw_only=True)
 class NewWorkflow:
     """A workflow to record: its id (made by the caller), label and creation time."""
 
@@ -256,23 +171,6 @@ class NewStep:
     after_ids: tuple[int, ...] = ()
     ignore_failed: bool = False
     ready_delay: timedelta | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkflowRow:
-    """A workflow as stored: its steps (records) and their dependencies by job id."""
-
-    id: str
-    name: str
-    created_at: datetime
-    cancelled: bool
-    steps: tuple[JobRecord, ...]
-    dependencies: Mapping[int, tuple[int, ...]]
-
-
-def dependency_failed(step_name: str, state: str) -> str:
-    """The message of the ``DependencyFailed`` error of a step cancelled by its dependency."""
-    return f"its dependency {step_name!r} ended {state}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,29 +16,31 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from anole_jobs.limits import Limits, Planner, RuntimeLimits, held_count
-from anole_jobs.records import decode_result
-from anole_jobs.stores.base import (
+from anole_jobs.core import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
     LIVE_STATES,
-    ClaimedJob,
     CronState,
     ErrorEntry,
+    JobRecord,
+    ListFilter,
+    State,
+    WorkflowRow,
+    dependency_failed,
+)
+from anole_jobs.limits import Limits, Planner, RuntimeLimits, held_count
+from anole_jobs.records import decode_result
+from anole_jobs.stores.base import (
+    ClaimedJob,
     Finish,
     Inserted,
-    JobRecord,
     LimitedClaim,
-    ListFilter,
     NewJob,
     NewStep,
     NewWorkflow,
     Rescued,
     RunRef,
-    State,
     Store,
-    WorkflowRow,
-    dependency_failed,
     ended_ids,
     woken_queues,
 )

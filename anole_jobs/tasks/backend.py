@@ -21,8 +21,8 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
 from anole_jobs.api import jobs
+from anole_jobs.core import JobRecord
 from anole_jobs.durations import to_timedelta
-from anole_jobs.stores.base import JobRecord
 from anole_jobs.tasks import compat
 from anole_jobs.tasks.calls import (
     TASK_KIND,

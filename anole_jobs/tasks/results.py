@@ -28,7 +28,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from anole_jobs.stores.base import JobRecord
+from anole_jobs.core import JobRecord
 from anole_jobs.tasks import compat
 
 logger = logging.getLogger("anole_jobs.tasks")

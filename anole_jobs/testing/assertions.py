@@ -17,7 +17,7 @@ from anole_jobs.testing.clock import FakeClock
 
 if TYPE_CHECKING:
     from anole_jobs.api import JobsFacade
-    from anole_jobs.stores.base import JobRecord
+    from anole_jobs.core import JobRecord
 
 #: The states of a job that has not run to its end yet and is not running: what "enqueued"
 #: means to these helpers unless a test asks for another state.
@@ -49,7 +49,7 @@ def _kind_name(kind_or_type: object) -> str:
 def _states(state: str | None) -> tuple[str, ...]:
     if state is None:
         return WAITING_STATES
-    from anole_jobs.stores.base import STATES
+    from anole_jobs.core import STATES
 
     if state not in STATES:
         raise ValueError(f"unknown state {state!r}; states are {', '.join(STATES)}")

@@ -33,12 +33,13 @@ from django.db import transaction
 from anole_jobs import codec, events, reporting, tracing
 from anole_jobs.backoff import default_backoff
 from anole_jobs.clock import monotonic
+from anole_jobs.core import ErrorEntry
 from anole_jobs.errors import Canceled, Discard, ResultTooLarge, RetryIn, Snooze
 from anole_jobs.job import Job
 from anole_jobs.kinds import HandlerSpec
 from anole_jobs.records import Outcome, encode_result
 from anole_jobs.service import JobService
-from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish
+from anole_jobs.stores.base import ClaimedJob, Finish
 from anole_jobs.worker import drained
 from anole_jobs.worker.cancel import CancelScope, cancel_on_queries
 from anole_jobs.worker.outcomes import Attempt, give_back

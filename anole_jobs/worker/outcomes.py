@@ -22,9 +22,10 @@ from datetime import datetime
 from typing import Any
 
 from anole_jobs import events
+from anole_jobs.core import ErrorEntry
 from anole_jobs.records import Outcome
 from anole_jobs.service import JobService
-from anole_jobs.stores.base import ClaimedJob, ErrorEntry, Finish, RunRef
+from anole_jobs.stores.base import ClaimedJob, Finish, RunRef
 from anole_jobs.tracing import RunSpan
 from anole_jobs.worker import logline
 

@@ -10,6 +10,7 @@ import pytest
 from django.db import OperationalError, ProgrammingError
 from django.test import RequestFactory
 
+from anole_jobs.core import LIST_LIMIT_MAX
 from anole_jobs.errors import InvalidJob, StoreUnavailable
 from anole_jobs.operations import actions
 from anole_jobs.operations.ids import MAX_ID, parse_job_id
@@ -21,7 +22,6 @@ from anole_jobs.operations.listing import (
 )
 from anole_jobs.operations.permissions import Access, access, setting_problem
 from anole_jobs.operations.problems import BadInput, NotFound, problem_of
-from anole_jobs.stores.base import LIST_LIMIT_MAX
 from tests.admin.support import CRON_ENTRY
 from tests.sampleapp.jobs import Work
 

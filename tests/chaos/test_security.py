@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from anole_jobs.stores.base import ListFilter, NewJob
+from anole_jobs.core import ListFilter
+from anole_jobs.stores.base import NewJob
 
 PACKAGE = Path(__file__).resolve().parents[2] / "anole_jobs"
 FORBIDDEN_MODULES = {"pickle", "cPickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle"}

@@ -25,8 +25,9 @@ from django.db import DatabaseError, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from anole_jobs.conf import parse
+from anole_jobs.core import ErrorEntry, ListFilter
 from anole_jobs.errors import ConfigurationError
-from anole_jobs.stores.base import ErrorEntry, Finish, ListFilter, NewJob, Store
+from anole_jobs.stores.base import Finish, NewJob, Store
 from anole_jobs.stores.database import open_database_store
 from anole_jobs.stores.database.base import SQLStore
 from anole_jobs.stores.database.ddl import sql

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import redis
 
-from anole_jobs.stores.base import AFTER_RUN_STATES, ErrorEntry, Finish, ListFilter, NewJob, RunRef
+from anole_jobs.core import AFTER_RUN_STATES, ErrorEntry, ListFilter
+from anole_jobs.stores.base import Finish, NewJob, RunRef
 from anole_jobs.stores.memory import MemoryStore
 from anole_jobs.stores.redis import store as store_module
 from anole_jobs.stores.redis.store import RedisStore

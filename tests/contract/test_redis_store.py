@@ -23,14 +23,10 @@ from redis.client import PubSub
 from redis.retry import Retry
 
 from anole_jobs.conf import parse
+from anole_jobs.core import ListFilter
 from anole_jobs.errors import StoreUnavailable
 from anole_jobs.stores import redis as redis_package
-from anole_jobs.stores.base import (
-    Finish,
-    ListFilter,
-    Rescued,
-    RunRef,
-)
+from anole_jobs.stores.base import Finish, Rescued, RunRef
 from anole_jobs.stores.redis import check_redis_eviction, open_redis_store
 from anole_jobs.stores.redis import listener as listener_module
 from anole_jobs.stores.redis.keys import LUA, parse_time_key, time_key

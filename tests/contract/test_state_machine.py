@@ -25,15 +25,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from anole_jobs.stores.base import (
-    AFTER_RUN_STATES,
-    LIST_LIMIT_MAX,
-    ErrorEntry,
-    Finish,
-    ListFilter,
-    NewJob,
-    RunRef,
-)
+from anole_jobs.core import AFTER_RUN_STATES, LIST_LIMIT_MAX, ErrorEntry, ListFilter
+from anole_jobs.stores.base import Finish, NewJob, RunRef
 from anole_jobs.stores.memory import MemoryStore
 
 LEASE = timedelta(seconds=30)

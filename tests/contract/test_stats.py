@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from anole_jobs.stores.base import ErrorEntry, Finish, NewJob, RunRef
+from anole_jobs.core import ErrorEntry
+from anole_jobs.stores.base import Finish, NewJob, RunRef
 from anole_jobs.stores.stats import RUNTIME_BUCKETS_MS, STATS_KEEP, StatsPoint, bucket_of
 from tests.sampleapp.jobs import Work
 from tests.support.stats import clear_stats

@@ -521,7 +521,7 @@ def test_rescue_leaves_live_leases_and_finished_jobs_alone(env):
 def test_a_claimed_record_is_what_get_returns_right_after(env):
     # Stores may return less from a claim and fill in what they know (state, attempted_at):
     # the record a handler sees must still be the stored one, times to the microsecond.
-    from anole_jobs.stores.base import ErrorEntry
+    from anole_jobs.core import ErrorEntry
 
     store = env.store
     env.clock.advance(timedelta(microseconds=123_457))

@@ -14,8 +14,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from anole_jobs import Enqueued, Job, Unique, jobs, kind
+from anole_jobs.core import LIVE_STATES
 from anole_jobs.events import ENQUEUED, Event
-from anole_jobs.stores.base import LIVE_STATES, Finish
+from anole_jobs.stores.base import Finish
 from anole_jobs.testing import all_enqueued, assert_enqueued, drain, refute_enqueued
 from tests.concurrency import race
 

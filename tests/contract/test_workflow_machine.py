@@ -31,15 +31,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from anole_jobs.stores.base import (
-    FINAL_STATES,
-    ErrorEntry,
-    Finish,
-    ListFilter,
-    NewJob,
-    NewStep,
-    NewWorkflow,
-)
+from anole_jobs.core import FINAL_STATES, ErrorEntry, ListFilter
+from anole_jobs.stores.base import Finish, NewJob, NewStep, NewWorkflow
 from anole_jobs.workflows import workflow_record
 from tests.contract.test_state_machine import recount
 

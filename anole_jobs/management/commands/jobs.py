@@ -21,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
+from anole_jobs.core import STATES, JobRecord
 from anole_jobs.management import bulk_cli, workers_cli
 from anole_jobs.operations import actions
 from anole_jobs.operations import stats as run_stats
@@ -35,7 +36,6 @@ from anole_jobs.operations.problems import (
     one_line,
     problem_of,
 )
-from anole_jobs.stores.base import STATES, JobRecord
 
 ERROR_WIDTH = 50
 HOW_TO_CREATE = "pass --create"

@@ -38,25 +38,27 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 from anole_jobs.conf import Settings
-from anole_jobs.jsontext import compact
-from anole_jobs.stores.base import (
+from anole_jobs.core import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
     LIVE_STATES,
     STATES,
-    ClaimedJob,
     CronState,
-    Finish,
-    Inserted,
     JobRecord,
     ListFilter,
+    State,
+    WorkflowRow,
+)
+from anole_jobs.jsontext import compact
+from anole_jobs.stores.base import (
+    ClaimedJob,
+    Finish,
+    Inserted,
     NewJob,
     NewStep,
     NewWorkflow,
     RunRef,
-    State,
     Store,
-    WorkflowRow,
     ended_ids,
 )
 from anole_jobs.stores.database import workflows

@@ -23,17 +23,9 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from anole_jobs.conf import Settings
+from anole_jobs.core import JobRecord, ListFilter
 from anole_jobs.limits import Limits
-from anole_jobs.stores.base import (
-    ClaimedJob,
-    Finish,
-    JobRecord,
-    LimitedClaim,
-    ListFilter,
-    NewJob,
-    Rescued,
-    RunRef,
-)
+from anole_jobs.stores.base import ClaimedJob, Finish, LimitedClaim, NewJob, Rescued, RunRef
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
     ON_KEY_CONFLICT,

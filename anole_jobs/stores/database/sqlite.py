@@ -26,7 +26,8 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from anole_jobs.conf import Settings
-from anole_jobs.stores.base import ErrorEntry, Finish, ListFilter, NewJob, Rescued, RunRef
+from anole_jobs.core import ErrorEntry, ListFilter
+from anole_jobs.stores.base import Finish, NewJob, Rescued, RunRef
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
     FINAL,

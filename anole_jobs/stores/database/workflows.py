@@ -21,15 +21,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from anole_jobs.stores.base import (
-    FINAL_STATES,
-    ErrorEntry,
-    NewJob,
-    NewStep,
-    NewWorkflow,
-    WorkflowRow,
-    dependency_failed,
-)
+from anole_jobs.core import FINAL_STATES, ErrorEntry, WorkflowRow, dependency_failed
+from anole_jobs.stores.base import NewJob, NewStep, NewWorkflow
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper

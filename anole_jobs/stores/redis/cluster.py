@@ -31,22 +31,10 @@ from urllib.parse import urlparse
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from anole_jobs.core import LIST_LIMIT_MAX, CronState, JobRecord, ListFilter, WorkflowRow
 from anole_jobs.errors import ConfigurationError, InvalidJob
 from anole_jobs.limits import RuntimeLimits
-from anole_jobs.stores.base import (
-    LIST_LIMIT_MAX,
-    CronState,
-    Finish,
-    Inserted,
-    JobRecord,
-    ListFilter,
-    NewJob,
-    NewStep,
-    NewWorkflow,
-    Rescued,
-    RunRef,
-    WorkflowRow,
-)
+from anole_jobs.stores.base import Finish, Inserted, NewJob, NewStep, NewWorkflow, Rescued, RunRef
 from anole_jobs.stores.redis.keys import SLOTS, Keys, job_slot, queue_slot
 from anole_jobs.stores.redis.store import INSERT_STATES, RedisStore, _text
 from anole_jobs.stores.redis.unavailable import CLUSTER_ERRORS, read_failed, write_failed

@@ -37,24 +37,26 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from anole_jobs.jsontext import compact, compact_ascii
-from anole_jobs.stores.base import (
+from anole_jobs.core import (
     AFTER_RUN_STATES,
     FINAL_STATES,
     LIST_LIMIT_MAX,
-    ClaimedJob,
     CronState,
-    Finish,
-    Inserted,
     JobRecord,
     ListFilter,
+    WorkflowRow,
+)
+from anole_jobs.jsontext import compact, compact_ascii
+from anole_jobs.stores.base import (
+    ClaimedJob,
+    Finish,
+    Inserted,
     NewJob,
     NewStep,
     NewWorkflow,
     Rescued,
     RunRef,
     Store,
-    WorkflowRow,
     ended_ids,
     woken_queues,
 )

@@ -20,7 +20,8 @@ from django.core.management.base import BaseCommand
 
 from anole_jobs import jobs
 from anole_jobs.clock import system_clock
-from anole_jobs.stores.base import ErrorEntry, Finish, NewJob, Store
+from anole_jobs.core import ErrorEntry
+from anole_jobs.stores.base import Finish, NewJob, Store
 
 MINUTES = 60
 
