@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from anole_jobs.job import Job
     from anole_jobs.kinds import kind
     from anole_jobs.records import Enqueued
-    from anole_jobs.stores.database.ddl import sql
+    from anole_jobs.stores.database.frozen import sql
     from anole_jobs.unique import Unique
     from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
 
@@ -50,7 +50,7 @@ _LAZY = {
     "JobNotFinished": "anole_jobs.errors",
     "JobRecord": "anole_jobs.core",
     "ResultTooLarge": "anole_jobs.errors",
-    "sql": "anole_jobs.stores.database.ddl",
+    "sql": "anole_jobs.stores.database.frozen",
     "Workflow": "anole_jobs.workflows",
     "WorkflowEnqueued": "anole_jobs.workflows",
     "WorkflowRecord": "anole_jobs.workflows",

@@ -98,11 +98,11 @@ class Bench:
             return
         from django.db import connection
 
-        from anole_jobs.stores.database.ddl import drop_count_statements
+        from bench.schema_switches import count_triggers
 
         prefix = self.jobs.service.settings.table_prefix
         with connection.cursor() as cursor:
-            for statement in drop_count_statements(connection.vendor, prefix, keep_table=True):
+            for statement in count_triggers(connection.vendor, on=False, prefix=prefix):
                 cursor.execute(statement)
         self.info["count_triggers"] = "off"
 
@@ -114,17 +114,11 @@ class Bench:
             return
         from django.db import connection
 
-        from anole_jobs.stores.database.ddl import drop_stat_statements, run_function_statements
+        from bench.schema_switches import stat_trigger
 
         prefix = self.jobs.service.settings.table_prefix
-        # PostgreSQL's claim and finish functions write their own statistics: replaced by
-        # copies without them.
-        functions = run_function_statements(connection.vendor, prefix, stats=False)[:2]
         with connection.cursor() as cursor:
-            for statement in drop_stat_statements(connection.vendor, prefix):
-                if statement.startswith("DROP TRIGGER"):
-                    cursor.execute(statement)
-            for statement in functions:
+            for statement in stat_trigger(connection.vendor, on=False, prefix=prefix):
                 cursor.execute(statement)
         self.info["stat_trigger"] = "off"
 

@@ -78,7 +78,7 @@ from django.db import connections  # noqa: E402
 from anole_jobs.conf import parse  # noqa: E402
 from anole_jobs.stores.base import Finish, NewJob  # noqa: E402
 from anole_jobs.stores.database import open_database_store  # noqa: E402
-from anole_jobs.stores.database.ddl import count_statements, drop_count_statements  # noqa: E402
+from bench.schema_switches import count_triggers  # noqa: E402
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 ALIASES = {"sqlite": "default", "postgres": "pg"}
@@ -101,11 +101,7 @@ def new_job(i: int) -> NewJob:
 def set_triggers(alias: str, on: bool) -> None:
     connection = connections[alias]
     prefix = "anole_jobs_"
-    statements = drop_count_statements(connection.vendor, prefix, keep_table=True)
-    if on:
-        statements += [
-            s for s in count_statements(connection.vendor, prefix) if s.startswith("CREATE TRIGGER")
-        ]
+    statements = count_triggers(connection.vendor, on=on, prefix=prefix)
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement)
@@ -197,13 +193,10 @@ def statement_costs(rounds: int) -> None:
 
     import psycopg
 
-    from anole_jobs.stores.database.ddl import statements
+    from anole_jobs.stores.database.frozen import schema_statements as statements
 
     def toggle(vendor: str, on: bool) -> list[str]:
-        found = drop_count_statements(vendor, keep_table=True)
-        if on:
-            found += [s for s in count_statements(vendor) if s.startswith("CREATE TRIGGER")]
-        return found
+        return count_triggers(vendor, on=on)
 
     def report(name: str, times: dict[tuple[str, bool], list[float]]) -> None:
         print(f"\n{name}: statement time, median of {rounds} rounds x 5 calls (ms)")

@@ -29,23 +29,16 @@ from django.db import connections  # noqa: E402
 
 from anole_jobs.conf import parse  # noqa: E402
 from anole_jobs.stores.database import open_database_store  # noqa: E402
-from anole_jobs.stores.database.ddl import (  # noqa: E402
-    drop_stat_statements,
-    run_function_statements,
-    stat_statements,
-    stat_table,
-)
+from anole_jobs.stores.database.ddl import stat_table  # noqa: E402
+from bench.schema_switches import stat_trigger  # noqa: E402
 
 
 def set_trigger(alias: str, on: bool) -> None:
     """The statistics on or off: the trigger, and PostgreSQL's claim and finish functions with
     or without their own statistics."""
     vendor = connections[alias].vendor
-    drops = [s for s in drop_stat_statements(vendor) if s.startswith("DROP TRIGGER")]
-    creates = [s for s in stat_statements(vendor) if s.startswith("CREATE TRIGGER")] if on else []
-    functions = run_function_statements(vendor, stats=on)[:2]
     with connections[alias].cursor() as cursor:
-        for statement in drops + creates + functions:
+        for statement in stat_trigger(vendor, on=on):
             cursor.execute(statement)
 
 

@@ -144,8 +144,9 @@ def _old_scan(bench: Bench) -> None:
 def _fill_sql(bench: Bench, n: int) -> None:
     from django.db import connection
 
-    from anole_jobs.stores.database.ddl import _bucket_case, stat_table
+    from anole_jobs.stores.database.ddl import stat_table
     from anole_jobs.stores.stats import STAT_BUCKET_COLUMNS, STAT_COLUMNS
+    from bench.schema_switches import bucket_case as _bucket_case
 
     store = bench.jobs.service.store.inner  # type: ignore[attr-defined]
     now = bench.jobs.service.clock()

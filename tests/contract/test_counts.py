@@ -199,7 +199,9 @@ def test_migration_0003_counts_the_jobs_already_in_the_table(tmp_path: Path) -> 
 @pytest.mark.needs("postgres")
 @pytest.mark.django_db(databases=["default", "pg"], transaction=True)
 def test_two_table_prefixes_in_one_postgres_schema_keep_their_own_counts() -> None:
-    from anole_jobs.stores.database.ddl import drop_count_statements, statements, tables
+    from anole_jobs.stores.database.ddl import tables
+    from anole_jobs.stores.database.frozen import schema_statements as statements
+    from anole_jobs.stores.database.frozen import statements as frozen_statements
     from tests.contract.test_database_store import build, job
 
     names = tables("other_")
@@ -224,7 +226,7 @@ def test_two_table_prefixes_in_one_postgres_schema_keep_their_own_counts() -> No
         ours.close()
         theirs.close()
         with connections["pg"].cursor() as cursor:
-            for statement in drop_count_statements("postgresql", "other_"):
+            for statement in frozen_statements("0003_counts", "postgresql", "down", "other_"):
                 cursor.execute(statement)
             for table in (names.job, names.leader, names.cron, names.queue):
                 cursor.execute(f'DROP TABLE IF EXISTS "{table}"')

@@ -30,8 +30,8 @@ from anole_jobs.errors import ConfigurationError
 from anole_jobs.stores.base import Finish, NewJob, Store
 from anole_jobs.stores.database import open_database_store
 from anole_jobs.stores.database.base import SQLStore
-from anole_jobs.stores.database.ddl import sql
-from anole_jobs.stores.database.ddl import statements as ddl_statements
+from anole_jobs.stores.database.frozen import schema_statements as ddl_statements
+from anole_jobs.stores.database.frozen import sql
 from anole_jobs.stores.memory import MemoryStore
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
@@ -234,6 +234,7 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0009_stat_rows",
             "0010_limited_claim",
             "0011_enqueue_indexes",
+            "0012_unique_lock",
         ]
 
 

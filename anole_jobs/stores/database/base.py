@@ -901,7 +901,7 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         else:
             self.wake_finished(job_ids)
 
-    # -- statistics (kept by a trigger, see ddl.stat_statements) ---------------------------
+    # -- statistics (kept by a trigger, see migration 0007) ---------------------------
     def stats(
         self,
         queues: Collection[str] | None,

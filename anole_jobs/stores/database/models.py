@@ -118,12 +118,12 @@ class Job(models.Model):
         managed = MIGRATE
         indexes = _job_indexes()
         # A constraint rather than unique=True: PostgreSQL would add a useless LIKE index.
-        # Partial (migration 0011): only the jobs that hold a key have an entry.
+        # Not partial: code of the release before 0011 inserts with ON CONFLICT (unique_lock),
+        # which only a unique index without a predicate satisfies (migrations 0011 and 0012).
         constraints = [
             models.UniqueConstraint(
                 fields=["unique_lock"],
                 name=unique_lock_name(TABLE_PREFIX),
-                condition=Q(unique_lock__isnull=False),
             )
         ]
 

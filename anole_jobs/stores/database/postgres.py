@@ -268,7 +268,7 @@ class PostgresStore(SQLStore):
         worker: str,
     ) -> list[tuple[Any, ...]]:
         self._relax_if_asked(cursor)
-        # The claim function (ddl.run_function_statements): it writes the claim's statistics row
+        # The claim function (migration 0009): it writes the claim's statistics row
         # itself, in the same statement.
         cursor.execute(
             f'SELECT * FROM "{claim_function_name(self.prefix)}"(%s, %s, %s, %s, %s, %s)',
@@ -321,7 +321,7 @@ class PostgresStore(SQLStore):
                 for r in results
             ]
         )
-        # The finish function (ddl.run_function_statements): it writes the statistics of the
+        # The finish function (migration 0009): it writes the statistics of the
         # runs it ended, and, with NOTIFY on, sends the ids of the jobs it ended as ONE
         # notification (delivered at commit) for result waiters in other processes.
         cursor.execute(
@@ -441,7 +441,7 @@ class PostgresStore(SQLStore):
         worker: str,
     ) -> LimitedClaim | None:
         # One statement, its own transaction unless the caller has one: the function
-        # (ddl.limited_claim_statements) takes the queue's row lock, which the commit releases.
+        # (migration 0010) takes the queue's row lock, which the commit releases.
         rate = limits.rate_limit
         with self.cursor() as cursor:
             self._relax_if_asked(cursor)

@@ -1,0 +1,3 @@
+-- Migration 0009_stat_rows (sqlite, down): undoes 0009_stat_rows.up.
+-- Frozen: never edit this file; a change to the schema is a new migration.
+-- Nothing to do on SQLite.

@@ -1,0 +1,3 @@
+-- Migration 0009_stat_rows (sqlite, up): claims and finishes as PostgreSQL functions that write their own statistics.
+-- Frozen: never edit this file; a change to the schema is a new migration.
+-- Nothing to do on SQLite.

@@ -1,0 +1,3 @@
+-- Migration 0010_limited_claim (sqlite, down): undoes 0010_limited_claim.up.
+-- Frozen: never edit this file; a change to the schema is a new migration.
+-- Nothing to do on SQLite.

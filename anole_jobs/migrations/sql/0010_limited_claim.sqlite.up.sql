@@ -1,0 +1,3 @@
+-- Migration 0010_limited_claim (sqlite, up): a claim within a queue's limits in one call on PostgreSQL.
+-- Frozen: never edit this file; a change to the schema is a new migration.
+-- Nothing to do on SQLite.

@@ -1,0 +1,2 @@
+-- Migration 0012_unique_lock (postgresql, down): nothing to undo: 0011 keeps the constraint.
+-- Frozen: never edit this file; a change to the schema is a new migration.

@@ -1,0 +1,2 @@
+-- Migration 0012_unique_lock (sqlite, down): nothing to undo.
+-- Frozen: never edit this file; a change to the schema is a new migration.

@@ -1,0 +1,3 @@
+-- Migration 0012_unique_lock (sqlite, up): nothing to do on SQLite, which kept its
+-- unique constraint on "unique_lock" through every form of 0011.
+-- Frozen: never edit this file; a change to the schema is a new migration.
