@@ -142,3 +142,61 @@ def check_redis_eviction(
     from anole_jobs.stores.redis import check_redis_eviction as check
 
     return check(settings.store.alias)
+
+
+@checks.register("anole_jobs", checks.Tags.database)
+def check_schema_functions(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """W003: the database store's server functions and triggers are not the ones this
+    release's migrations define (a migration not applied, a function edited by hand, an older
+    dump restored). It connects, so it runs only when databases are requested, like Django's
+    database checks: ``manage.py check --database ALIAS``, and ``migrate`` before it
+    migrates."""
+    if not databases or conf.problems():
+        return []
+    settings = conf.read_settings()
+    if settings.store.kind != "database" or settings.store.alias not in databases:
+        return []
+    from django.db import DatabaseError, connections
+
+    from anole_jobs.stores.database.schema_check import differences
+
+    connection = connections[settings.store.alias]
+    if connection.vendor not in ("postgresql", "sqlite"):
+        return []  # the store refuses it anyway (its own check says so)
+    try:
+        if _unapplied(connection):
+            # `migrate` runs this check before it migrates, and Django itself says that
+            # migrations are pending elsewhere: what they will create is not missing yet.
+            return []
+        found = differences(connection, settings.table_prefix)
+    except DatabaseError as exc:
+        found = [f"could not read them: {exc}".strip()]
+    if not found:
+        return []
+    shown = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+    return [
+        checks.Warning(
+            f"the jobs store's server functions and triggers in database "
+            f"{settings.store.alias!r} are not the ones this release expects: {shown}",
+            hint=(
+                "Run `manage.py migrate` (with ANOLE_JOBS['MIGRATE']=False, apply the part of "
+                "anole_jobs.sql() added since your last upgrade). If migrate has nothing to do, "
+                "the database was changed by hand: see docs/upgrading.md."
+            ),
+            id="anole_jobs.W003",
+        )
+    ]
+
+
+def _unapplied(connection: Any) -> bool:
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from anole_jobs.stores.database.frozen import MIGRATIONS
+
+    recorder = MigrationRecorder(connection)
+    if not recorder.has_table():
+        return True
+    applied = {name for app, name in recorder.applied_migrations() if app == "anole_jobs"}
+    return any(name not in applied for name, _ in MIGRATIONS)
