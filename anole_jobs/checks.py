@@ -156,13 +156,14 @@ def check_schema_functions(
     if not databases or conf.problems():
         return []
     settings = conf.read_settings()
-    if settings.store.kind != "database" or settings.store.alias not in databases:
+    alias = settings.store.alias
+    if settings.store.kind != "database" or alias is None or alias not in databases:
         return []
     from django.db import DatabaseError, connections
 
     from anole_jobs.stores.database.schema_check import differences
 
-    connection = connections[settings.store.alias]
+    connection = connections[alias]
     if connection.vendor not in ("postgresql", "sqlite"):
         return []  # the store refuses it anyway (its own check says so)
     try:
@@ -179,7 +180,7 @@ def check_schema_functions(
     return [
         checks.Warning(
             f"the jobs store's server functions and triggers in database "
-            f"{settings.store.alias!r} are not the ones this release expects: {shown}",
+            f"{alias!r} are not the ones this release expects: {shown}",
             hint=(
                 "Run `manage.py migrate` (with ANOLE_JOBS['MIGRATE']=False, apply the part of "
                 "anole_jobs.sql() added since your last upgrade). If migrate has nothing to do, "
