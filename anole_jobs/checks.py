@@ -161,13 +161,13 @@ def check_schema_functions(
         return []
     from django.db import DatabaseError, connections
 
-    from anole_jobs.stores.database.schema_check import differences
+    from anole_jobs.stores.database.schema_check import differences, unapplied
 
     connection = connections[alias]
     if connection.vendor not in ("postgresql", "sqlite"):
         return []  # the store refuses it anyway (its own check says so)
     try:
-        if _unapplied(connection):
+        if unapplied(connection):
             # `migrate` runs this check before it migrates, and Django itself says that
             # migrations are pending elsewhere: what they will create is not missing yet.
             return []
@@ -189,15 +189,3 @@ def check_schema_functions(
             id="anole_jobs.W003",
         )
     ]
-
-
-def _unapplied(connection: Any) -> bool:
-    from django.db.migrations.recorder import MigrationRecorder
-
-    from anole_jobs.stores.database.frozen import MIGRATIONS
-
-    recorder = MigrationRecorder(connection)
-    if not recorder.has_table():
-        return True
-    applied = {name for app, name in recorder.applied_migrations() if app == "anole_jobs"}
-    return any(name not in applied for name, _ in MIGRATIONS)

@@ -53,6 +53,25 @@ class StoreUnavailable(AnoleJobsError):
     happened (a reply can be lost after the command ran); fenced writes make a retry safe."""
 
 
+#: PostgreSQL's SQLSTATEs for a table and a function the database does not have.
+_UNDEFINED = frozenset({"42P01", "42883"})
+#: What to do about a schema that is missing or older than the code.
+RUN_MIGRATE = "run `manage.py migrate`"
+
+
+def missing_schema(exc: BaseException) -> bool:
+    """Whether `exc` says the database lacks one of the store's tables or functions: its
+    migrations are not (all) applied. Read from the driver's SQLSTATE where it has one
+    (psycopg, under Django's wrapper), else from SQLite's message."""
+    for error in (exc, exc.__cause__):
+        if getattr(error, "sqlstate", None) in _UNDEFINED:
+            return True
+    text = str(exc)
+    return "no such table" in text or (
+        ("relation" in text or "function" in text) and "does not exist" in text
+    )
+
+
 class JobFailed(AnoleJobsError):
     """`jobs.result` of a job that ended without completing: ``dead`` (out of attempts or
     discarded) or ``cancelled``. `record` is the job as it ended; its last error says why."""

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from anole_jobs.errors import AnoleJobsError, InvalidJob, StoreUnavailable
+from anole_jobs.errors import (
+    RUN_MIGRATE,
+    AnoleJobsError,
+    InvalidJob,
+    StoreUnavailable,
+    missing_schema,
+)
 
 logger = logging.getLogger("anole_jobs.admin")
 
@@ -66,8 +72,7 @@ class Problem:
 
 
 def _missing_table(exc: BaseException) -> bool:
-    text = str(exc)
-    return "no such table" in text or ("relation" in text and "does not exist" in text)
+    return missing_schema(exc)
 
 
 def one_line(text: object) -> str:
@@ -77,7 +82,7 @@ def one_line(text: object) -> str:
 
 
 def _outage(exc: BaseException, *, log: bool) -> Problem:
-    hint = " (run manage.py migrate)" if _missing_table(exc) else ""
+    hint = f" ({RUN_MIGRATE})" if _missing_table(exc) else ""
     reason = one_line(exc)
     if log:
         logger.warning("jobs admin: the store did not answer: %s", reason)

@@ -33,7 +33,7 @@ from anole_jobs.background import (
 )
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
-from anole_jobs.errors import ConfigurationError, StoreUnavailable
+from anole_jobs.errors import RUN_MIGRATE, ConfigurationError, StoreUnavailable, missing_schema
 from anole_jobs.maintenance.loop import MaintenanceLoop
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
@@ -290,9 +290,11 @@ class Runtime:
 def wait_for_store(service: JobService, timeout: float) -> None:
     """Return once the store answers a read; raise `StoreUnavailable` naming the last error
     when it does not within `timeout` seconds (a hung connect included: the probe runs in a
-    thread of its own)."""
+    thread of its own). A database whose tables are missing, or that lacks some of this
+    release's migrations, is no outage: that is said at once, with what to do."""
     deadline = monotonic() + timeout
     last: list[BaseException] = []
+    pending: list[str] = []
     answered = threading.Event()
     stop = threading.Event()
 
@@ -302,12 +304,17 @@ def wait_for_store(service: JobService, timeout: float) -> None:
             while not stop.is_set():
                 try:
                     service.store.get(0)
+                    pending[:] = _pending_migrations(service)
                 except Exception as exc:  # noqa: BLE001 - reported below, in one line
                     last[:] = [exc]
+                    if missing_schema(exc):
+                        answered.set()  # asking again will not create the tables
+                        return
                     close_broken_connections()
                     failures += 1
                     stop.wait(min(backoff_delay(failures), max(0.0, deadline - monotonic())))
                     continue
+                last.clear()
                 answered.set()
                 return
         finally:
@@ -318,6 +325,17 @@ def wait_for_store(service: JobService, timeout: float) -> None:
     answered.wait(timeout)
     stop.set()
     if answered.is_set():
+        name = service.store.name
+        if last:
+            raise StoreUnavailable(
+                f"the {name} store's tables are missing from its database"
+                f" ({describe_error(last[0])}): {RUN_MIGRATE}"
+            )
+        if pending:
+            raise StoreUnavailable(
+                f"the {name} store's database lacks migrations of this release"
+                f" ({', '.join(pending)}): {RUN_MIGRATE}"
+            )
         return
     why = describe_error(last[0]) if last else "no answer (the connection hangs)"
     raise StoreUnavailable(
@@ -325,3 +343,9 @@ def wait_for_store(service: JobService, timeout: float) -> None:
         "Check that the server runs and that the settings point at it "
         '(ANOLE_JOBS["STARTUP_TIMEOUT"] sets how long to wait)'
     )
+
+
+def _pending_migrations(service: JobService) -> list[str]:
+    from anole_jobs.stores.database.schema_check import pending_migrations
+
+    return pending_migrations(service.settings)

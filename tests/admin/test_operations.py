@@ -204,7 +204,7 @@ def test_every_failure_maps_to_one_problem():
         assert outage.status == 503 and outage.headers == {"Retry-After": "5"}
         assert outage.code == "store_unavailable" and "did not answer" in outage.message
     table = problem_of(ProgrammingError("no such table: anole_jobs_job"))
-    assert table.status == 503 and "run manage.py migrate" in table.message
+    assert table.status == 503 and "run `manage.py migrate`" in table.message
     assert problem_of(ProgrammingError("syntax error")) is None  # a bug: not hidden
     assert problem_of(KeyError("x")) is None
 

@@ -106,3 +106,25 @@ def differences(connection: Any, prefix: str) -> list[str]:
             elif held[name] != digest:
                 found.append(f"{what} {name}: not the body this release's migrations define")
     return found
+
+
+def unapplied(connection: Any) -> list[str]:
+    """The store's migrations not recorded as applied in the database behind `connection`."""
+    from django.db.migrations.recorder import MigrationRecorder
+
+    recorder = MigrationRecorder(connection)
+    if not recorder.has_table():
+        return [name for name, _ in MIGRATIONS]
+    applied = {name for app, name in recorder.applied_migrations() if app == "anole_jobs"}
+    return [name for name, _ in MIGRATIONS if name not in applied]
+
+
+def pending_migrations(settings: Any) -> list[str]:
+    """`unapplied` for the configured database store; nothing for another store, or with
+    ``MIGRATE=False`` (the user applies the DDL and Django records nothing that says which)."""
+    store = settings.store
+    if store.kind != "database" or store.alias is None or not settings.migrate:
+        return []
+    from django.db import connections
+
+    return unapplied(connections[store.alias])

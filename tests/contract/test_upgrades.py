@@ -1,0 +1,77 @@
+"""New code on a database that is not (fully) migrated says what to do: run migrate."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from django.db import connections
+
+from anole_jobs import conf
+from anole_jobs.stores.database.schema_check import pending_migrations
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def manage(tmp_path: Path, database: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    name = f"upgrade_settings_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(
+        "SECRET_KEY = 'x'\nUSE_TZ = True\nINSTALLED_APPS = ['anole_jobs']\n"
+        f"DATABASES = {{'default': {{'ENGINE': 'django.db.backends.sqlite3', "
+        f"'NAME': {str(database)!r}}}}}\n"
+        "ANOLE_JOBS = {'STORE': {'database': 'default'}, 'STARTUP_TIMEOUT': 3}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    env["DJANGO_SETTINGS_MODULE"] = name
+    return subprocess.run(
+        [sys.executable, "-m", "django", *command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_runjobs_on_an_unmigrated_database_says_run_migrate(tmp_path: Path) -> None:
+    ran = manage(tmp_path, tmp_path / "empty.sqlite3", "runjobs")
+    assert ran.returncode != 0
+    assert "tables are missing from its database" in ran.stderr
+    assert "run `manage.py migrate`" in ran.stderr
+    assert "Check that the server runs" not in ran.stderr
+
+
+def test_runjobs_on_a_database_migrated_by_an_older_release_says_run_migrate(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "old.sqlite3"
+    assert manage(tmp_path, database, "migrate", "anole_jobs", "0008", "-v0").returncode == 0
+    ran = manage(tmp_path, database, "runjobs")
+    assert ran.returncode != 0
+    assert "lacks migrations of this release (0009_stat_rows," in ran.stderr
+    assert "0012_unique_lock): run `manage.py migrate`" in ran.stderr
+
+
+@pytest.mark.django_db(databases=["default"])
+def test_pending_migrations_reads_what_the_database_recorded(settings) -> None:
+    settings.ANOLE_JOBS = {"STORE": {"database": "default"}, "RUN": "manual"}
+    conf.reset()
+    try:
+        assert pending_migrations(conf.read_settings()) == []
+        with connections["default"].cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM django_migrations WHERE app = 'anole_jobs' AND name >= '0011'"
+            )
+        assert pending_migrations(conf.read_settings()) == [
+            "0011_enqueue_indexes",
+            "0012_unique_lock",
+        ]
+        settings.ANOLE_JOBS = {**settings.ANOLE_JOBS, "MIGRATE": False}
+        conf.reset()
+        assert pending_migrations(conf.read_settings()) == []  # the user applies the DDL
+    finally:
+        conf.reset()
