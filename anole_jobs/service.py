@@ -373,7 +373,8 @@ class JobService:
         on_commit: bool = False,
         **options: Unpack[EnqueueOptions],
     ) -> builtins.list[Enqueued]:
-        """Insert in batches of `BATCH_SIZE`, one store round trip per batch."""
+        """Insert in batches of `BATCH_SIZE`, one store round trip per batch, all or nothing
+        where the store can join a transaction (see `_insert_batches`)."""
         if on_commit and self.store.atomic_alias is None:
             items = list(iterable)
             connection = connections[DEFAULT_DB_ALIAS]
@@ -397,9 +398,30 @@ class JobService:
                 batch = []
         if batch:
             planned.append(self._plan_batch(batch, options))
+        alias = self.store.atomic_alias
+        if len(planned) > 1 and alias is not None:
+            # One transaction around the batches: outside the caller's atomic block each batch
+            # would commit on its own, and a connection cut between two would leave the first
+            # ones stored and raise, so a retry of the call would enqueue them twice.
+            with transaction.atomic(using=alias):
+                return self._insert_batches(planned)
+        return self._insert_batches(planned)
+
+    def _insert_batches(self, planned: builtins.list[_Batch]) -> builtins.list[Enqueued]:
         results: list[Enqueued] = []
         for to_insert, slots in planned:
-            inserted = self._insert(to_insert)
+            try:
+                inserted = self._insert(to_insert)
+            except Exception as exc:
+                if results and self.store.atomic_alias is None:
+                    # A store without transactions kept the batches before this one: say how
+                    # many, so that a retry can skip them.
+                    exc.add_note(
+                        f"enqueue_many stored the first {len(results)} of"
+                        f" {sum(len(slots) for _, slots in planned)} jobs before this error"
+                        " (in batches of 1,000; the rest were not stored)"
+                    )
+                raise
             results.extend(
                 inserted[slot] if isinstance(slot, int) else Enqueued(inserted[slot[1]].id, False)
                 for slot in slots
