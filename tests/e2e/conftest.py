@@ -125,15 +125,24 @@ def manage(env: dict[str, str], *args: str, timeout: float = COMMAND_TIMEOUT) ->
 
 
 class Worker:
-    """One ``runjobs`` subprocess; its stdout and stderr go to a file the test can read."""
+    """One ``runjobs`` subprocess; its stdout and stderr go to a file the test can read. It runs
+    this tree's code unless `python` and `cwd` name another (an older release's, say)."""
 
-    def __init__(self, env: dict[str, str], args: tuple[str, ...], log_path: Path) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        args: tuple[str, ...],
+        log_path: Path,
+        *,
+        python: str = sys.executable,
+        cwd: Path = ROOT,
+    ) -> None:
         self.args = args
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in `close`
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "django", "runjobs", *args],
-            cwd=ROOT,
+            [python, "-m", "django", "runjobs", *args],
+            cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
