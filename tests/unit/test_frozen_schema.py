@@ -151,3 +151,17 @@ def test_the_production_schema_has_no_benchmark_switch() -> None:
     for module in (ddl, frozen):
         assert "stats: bool" not in inspect.getsource(module)
         assert "keep_table" not in inspect.getsource(module)
+
+
+def test_the_package_data_ships_every_frozen_file() -> None:
+    """A wheel without them would install migrations that cannot run (a wheel built from this
+    tree holds the 36 .sql files and the manifest)."""
+    import fnmatch
+    import tomllib
+
+    root = MIGRATIONS_DIR.parents[1]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["anole_jobs"]
+    for path in SQL_DIR.iterdir():
+        relative = f"migrations/sql/{path.name}"
+        assert any(fnmatch.fnmatch(relative, pattern) for pattern in patterns), relative
