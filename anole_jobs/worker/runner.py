@@ -291,10 +291,12 @@ def wait_for_store(service: JobService, timeout: float) -> None:
     """Return once the store answers a read; raise `StoreUnavailable` naming the last error
     when it does not within `timeout` seconds (a hung connect included: the probe runs in a
     thread of its own). A database whose tables are missing, or that lacks some of this
-    release's migrations, is no outage: that is said at once, with what to do."""
+    release's migrations, is no outage: that is said at once, with what to do. Server functions
+    or triggers that differ from this release's are logged (a WARNING), and the start goes on."""
     deadline = monotonic() + timeout
     last: list[BaseException] = []
     pending: list[str] = []
+    drift: list[str] = []
     answered = threading.Event()
     stop = threading.Event()
 
@@ -305,6 +307,7 @@ def wait_for_store(service: JobService, timeout: float) -> None:
                 try:
                     service.store.get(0)
                     pending[:] = _pending_migrations(service)
+                    drift[:] = [] if pending else _schema_drift(service)
                 except Exception as exc:  # noqa: BLE001 - reported below, in one line
                     last[:] = [exc]
                     if missing_schema(exc):
@@ -336,6 +339,14 @@ def wait_for_store(service: JobService, timeout: float) -> None:
                 f"the {name} store's database lacks migrations of this release"
                 f" ({', '.join(pending)}): {RUN_MIGRATE}"
             )
+        if drift:
+            logger.warning(
+                "the %s store's server functions and triggers are not the ones this release"
+                " expects (%s): %s, or see docs/upgrading.md",
+                name,
+                "; ".join(drift),
+                RUN_MIGRATE,
+            )
         return
     why = describe_error(last[0]) if last else "no answer (the connection hangs)"
     raise StoreUnavailable(
@@ -349,3 +360,9 @@ def _pending_migrations(service: JobService) -> list[str]:
     from anole_jobs.stores.database.schema_check import pending_migrations
 
     return pending_migrations(service.settings)
+
+
+def _schema_drift(service: JobService) -> list[str]:
+    from anole_jobs.stores.database.schema_check import schema_drift
+
+    return schema_drift(service.settings)

@@ -75,3 +75,29 @@ def test_pending_migrations_reads_what_the_database_recorded(settings) -> None:
         assert pending_migrations(conf.read_settings()) == []  # the user applies the DDL
     finally:
         conf.reset()
+
+
+@pytest.mark.django_db(databases=["default"], transaction=True)
+def test_runjobs_start_up_warns_of_a_trigger_that_differs(settings, caplog) -> None:
+    from anole_jobs.api import jobs
+    from anole_jobs.stores.database.frozen import statements
+    from anole_jobs.worker.runner import wait_for_store
+
+    settings.ANOLE_JOBS = {"STORE": {"database": "default"}, "RUN": "manual"}
+    jobs.reset()
+    [create] = [
+        s for s in statements("0003_counts", "sqlite") if '"anole_jobs_count_delete"' in s[:40]
+    ]
+    with connections["default"].cursor() as cursor:
+        cursor.execute('DROP TRIGGER "anole_jobs_count_delete"')
+    try:
+        with caplog.at_level("WARNING", logger="anole_jobs.worker"):
+            wait_for_store(jobs.service, 10.0)
+        [warning] = [r.getMessage() for r in caplog.records if "server functions" in r.message]
+        assert "trigger anole_jobs_count_delete: missing" in warning
+        assert "run `manage.py migrate`" in warning
+    finally:
+        with connections["default"].cursor() as cursor:
+            cursor.execute(create)
+        jobs.reset()
+        conf.reset()

@@ -128,3 +128,16 @@ def pending_migrations(settings: Any) -> list[str]:
     from django.db import connections
 
     return unapplied(connections[store.alias])
+
+
+def schema_drift(settings: Any) -> list[str]:
+    """`differences` for the configured database store (nothing for another store)."""
+    store = settings.store
+    if store.kind != "database" or store.alias is None:
+        return []
+    from django.db import connections
+
+    connection = connections[store.alias]
+    if connection.vendor not in ("postgresql", "sqlite"):
+        return []
+    return differences(connection, settings.table_prefix)
