@@ -294,7 +294,7 @@ class JobService:
     def enqueue(
         self, args: object, *, on_commit: bool = False, **options: Unpack[EnqueueOptions]
     ) -> Enqueued:
-        if on_commit and self.store.atomic_alias is None:
+        if on_commit and not self.store.supports_transactions:
             return self._enqueue_on_commit(args, options)
         now = self.clock()
         plain = not options  # the common case: its kind's options were checked once
@@ -356,7 +356,7 @@ class JobService:
     def require_transaction(self, using: str, *, what: str) -> None:
         alias = self.store.atomic_alias
         reason = None
-        if alias is None:
+        if not self.store.supports_transactions:
             reason = f"the {self.store.name} store has no transactions"
         elif using != alias:
             reason = f"database {using!r} is not the jobs store's database ({alias!r})"
@@ -374,7 +374,7 @@ class JobService:
         **options: Unpack[EnqueueOptions],
     ) -> builtins.list[Enqueued]:
         """Insert in batches of `BATCH_SIZE`, one store round trip per batch."""
-        if on_commit and self.store.atomic_alias is None:
+        if on_commit and not self.store.supports_transactions:
             items = list(iterable)
             connection = connections[DEFAULT_DB_ALIAS]
             if connection.in_atomic_block:
@@ -427,7 +427,7 @@ class JobService:
     def _insert(self, jobs: builtins.list[NewJob]) -> builtins.list[Enqueued]:
         if not jobs:
             return []
-        if self.store.atomic_alias is None:
+        if not self.store.supports_transactions:
             self._warn_if_in_transaction(jobs)
         # The store wakes the workers of the queues it made jobs available in (stores.base).
         results = self.store.insert(jobs)
@@ -445,7 +445,7 @@ class JobService:
 
     def _insert_one(self, job: NewJob) -> Enqueued:
         """`_insert` of one job (`enqueue`), without the batch's bookkeeping."""
-        if self.store.atomic_alias is None:
+        if not self.store.supports_transactions:
             self._warn_if_in_transaction([job])
         (result,) = self.store.insert([job])
         if events.ENQUEUED in self.bus.by_name:
@@ -624,7 +624,7 @@ class JobService:
                     priority=entry.priority,
                     meta={"cron": {"name": entry.name, "triggered": True}, **entry.meta},
                 )
-                if self.store.atomic_alias is None:
+                if not self.store.supports_transactions:
                     self._warn_if_in_transaction([job])
                 result = self.store.cron_trigger(name=entry.name, job=job)
                 self.bus.emit(

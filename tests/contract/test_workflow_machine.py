@@ -167,7 +167,6 @@ def make_machine(store: Any, start: Any, queue: str) -> type[RuleBasedStateMachi
                         else None,
                         error=error,
                         result='"r"' if state == "completed" else None,
-                        workflow=True,
                     )
                 )
             self.store.finish(results)

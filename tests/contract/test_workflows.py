@@ -289,9 +289,7 @@ def test_concurrent_finishes_of_a_fan_in_make_it_available_once(env):
     def finish(one: Any) -> None:
         barrier.wait()
         written.extend(
-            env.store.finish(
-                [Finish(run=one.run, state="completed", at=now, result='"x"', workflow=True)]
-            )
+            env.store.finish([Finish(run=one.run, state="completed", at=now, result='"x"')])
         )
 
     threads = [threading.Thread(target=finish, args=(c,)) for c in claimed]
@@ -335,9 +333,9 @@ def test_one_batch_of_finishes_settles_each_dependent_as_of_its_own_dependencies
     at["x"] = now + timedelta(seconds=5)
     written = env.store.finish(
         [
-            Finish(run=claimed["a"].run, state="completed", at=at["a"], workflow=True),
-            Finish(run=claimed["b"].run, state="completed", at=at["b"], workflow=True),
-            Finish(run=claimed["x"].run, state="dead", at=at["x"], workflow=True),
+            Finish(run=claimed["a"].run, state="completed", at=at["a"]),
+            Finish(run=claimed["b"].run, state="completed", at=at["b"]),
+            Finish(run=claimed["x"].run, state="dead", at=at["x"]),
         ]
     )
     assert written == [True, True, True]
