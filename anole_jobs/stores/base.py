@@ -226,6 +226,10 @@ class Store(ABC):
     #: each queue in one hash slot): only among the queues of one slot, so jobs of two
     #: queues may both hold one key.
     unique_across_queues: bool = True
+    #: Leadership taken by `lead` lapses once `now` passes its ttl unless renewed. False
+    #: (PostgreSQL's advisory lock): it lasts as long as the leader's session, whatever
+    #: `now` says, until `resign` or the session ends.
+    leadership_lapses: bool = True
 
     # -- enqueueing ------------------------------------------------------------------------
     @abstractmethod

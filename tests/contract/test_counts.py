@@ -54,8 +54,7 @@ def test_counts_equal_a_recount_after_a_seeded_mix_of_operations(env):
 
 
 def test_a_rolled_back_transaction_leaves_the_counts_unchanged(env):
-    if not env.sql:
-        pytest.skip("only SQL stores join transactions")
+    env.require("supports_transactions")
     env.jobs.enqueue_many([Work(), Work(), Prioritized(name="p")])
     env.jobs.step()
     env.jobs.enqueue(Work(), delay=60)

@@ -167,6 +167,7 @@ def test_the_contracts_attributes_are_the_wrapped_stores():
         "supports_cross_process_wakeups": False,
         "supports_other_processes": True,
         "unique_across_queues": True,
+        "leadership_lapses": True,
     }
 
 

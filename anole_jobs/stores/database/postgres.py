@@ -71,6 +71,7 @@ class PostgresStore(SQLStore):
     vendor = "postgresql"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     json_parameter = "%s::jsonb"
+    leadership_lapses = False  # an advisory lock, held by a session
 
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)
@@ -305,14 +306,15 @@ class PostgresStore(SQLStore):
 
     def finish_plain_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
         # The finish function writes every row of its batch: the batch it gets leaves out the
-        # workflow steps' (one primary-key read per row, in the same statement).
+        # workflow steps' (one primary-key read per row, in the same statement). A scalar
+        # subquery, not NOT EXISTS: the planner may turn an anti-join into a scan of the table.
         return self._finish(
             cursor,
             results,
             "(SELECT COALESCE(jsonb_agg(e.r), '[]'::jsonb)"
             " FROM jsonb_array_elements(%s::jsonb) AS e(r)"
-            f" WHERE NOT EXISTS (SELECT 1 FROM {self.job_table} AS s"
-            " WHERE s.id = (e.r->>0)::bigint AND s.workflow_id IS NOT NULL))",
+            f" WHERE (SELECT s.workflow_id FROM {self.job_table} AS s"
+            " WHERE s.id = (e.r->>0)::bigint) IS NULL)",
         )
 
     def _finish(self, cursor: CursorWrapper, results: Sequence[Finish], batch_sql: str) -> set[int]:
