@@ -18,8 +18,8 @@ from anole_jobs.errors import ConfigurationError
 from anole_jobs.events import CRON_ENQUEUED, ENQUEUED, Event
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.schedules import CronRecord
+from anole_jobs.testing.contract import race
 from anole_jobs.unique import Unique
-from tests.concurrency import race
 
 KIND = "test.cron.report"
 JOB_PATH = "tests.contract.test_cron.Report"

@@ -15,7 +15,7 @@ import pytest
 from anole_jobs import InvalidJob, conf
 from anole_jobs.records import QueueRecord
 from anole_jobs.stores import open_store
-from tests.concurrency import race
+from anole_jobs.testing.contract import race
 from tests.contract.test_store_contract import claim_at
 from tests.sampleapp.jobs import Work
 

@@ -588,48 +588,6 @@ def test_finish_batches_report_each_result(env):
     assert state_of(env, a.id) == "completed" and state_of(env, b.id) == "cancelled"
 
 
-def test_concurrent_claims_never_return_one_job_twice(env):
-    import threading
-
-    env.jobs.enqueue_many([Work(tag=str(i)) for i in range(60)])
-    store = env.store
-    now = env.clock()
-    got: list[int] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-    start = threading.Barrier(4)
-
-    def claimer() -> None:
-        try:
-            start.wait()
-            while True:
-                claimed = store.claim(
-                    "default",
-                    kinds=None,
-                    limit=7,
-                    now=now,
-                    lease_until=now + timedelta(seconds=30),
-                    worker="t",
-                )
-                if not claimed:
-                    return
-                with lock:
-                    got.extend(c.record.id for c in claimed)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            for conn in connections.all(initialized_only=True):
-                conn.close()
-
-    threads = [threading.Thread(target=claimer) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
-    assert len(got) == 60 and len(set(got)) == 60
-
-
 def test_claim_only_takes_the_named_kinds(env):
     orphan = env.jobs.enqueue(Orphan())
     work = env.jobs.enqueue(Work())

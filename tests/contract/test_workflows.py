@@ -8,7 +8,6 @@ failure cancelled, a delay counted from readiness, `dependency_results`, the wor
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +16,7 @@ from django.db import transaction
 
 from anole_jobs import InvalidJob, Workflow, WorkflowEnqueued
 from anole_jobs.stores.base import Finish
+from anole_jobs.testing.contract import race
 from tests.sampleapp.jobs import CALLS, HOOKS, Work
 from tests.sampleapp.workflow_jobs import Step, UniqueStep
 
@@ -283,21 +283,12 @@ def test_concurrent_finishes_of_a_fan_in_make_it_available_once(env):
         worker="w",
     )
     assert len(claimed) == width
-    barrier = threading.Barrier(width)
-    written: list[bool] = []
 
-    def finish(one: Any) -> None:
-        barrier.wait()
-        written.extend(
-            env.store.finish([Finish(run=one.run, state="completed", at=now, result='"x"')])
-        )
+    def finish(i: int) -> list[bool]:
+        done = Finish(run=claimed[i].run, state="completed", at=now, result='"x"')
+        return env.store.finish([done])
 
-    threads = [threading.Thread(target=finish, args=(c,)) for c in claimed]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert written == [True] * width
+    assert race(width, finish) == [[True]] * width
     join = env.jobs.get(created.jobs["join"])
     assert join.state == "available"
     assert env.jobs.counts() == {"default": {"completed": width, "available": 1}}
