@@ -67,7 +67,7 @@ def store(request: Any) -> Iterator[SQLStore]:
 
 def job(n: int = 0, **options: Any) -> NewJob:
     """A ``test.db`` job with ``{"n": n}`` (the suite's builder, at NOW)."""
-    return new_job(at=NOW, kind="test.db", args={"n": n}, **options)
+    return new_job(at=NOW, **{"kind": "test.db", "args": {"n": n}, **options})
 
 
 def claim(store: Store, limit: int = 10, now: datetime = NOW, **options: Any) -> list[Any]:

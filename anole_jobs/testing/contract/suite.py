@@ -150,7 +150,7 @@ class StoreContract:
                 [
                     new_job(at=now, priority=0),
                     new_job(at=now, priority=5),
-                    new_job(at=now, priority=0, scheduled_at=early, state="available"),
+                    new_job(at=now, priority=0, scheduled_at=early),
                     new_job(at=now, queue="other"),
                     new_job(at=now, kind="contract.other"),
                 ]
@@ -281,7 +281,8 @@ class StoreContract:
     def test_counts_follow_the_jobs(self, store: Store, clock: FakeClock) -> None:
         now = clock()
         store.insert([new_job(at=now, queue=q) for q in ("a", "a", "b")])
-        store.insert([new_job(at=now, queue="b", scheduled_at=now + timedelta(hours=1))])
+        later = now + timedelta(hours=1)
+        store.insert([new_job(at=now, queue="b", scheduled_at=later, state="scheduled")])
         (claimed,) = claim(store, now, queue="a", limit=1)
         store.finish([Finish(run=claimed.run, state="completed", at=now)])
         expected = {"a": {"available": 1, "completed": 1}, "b": {"available": 1, "scheduled": 1}}

@@ -35,12 +35,10 @@ _TEMPLATE = NewJob(
 
 def new_job(*, at: datetime | None = None, **fields: Any) -> NewJob:
     """A `NewJob` to insert: kind ``contract.job`` in queue ``default``, three attempts,
-    ``available`` at `at` (T0 by default), with `fields` in place of the defaults. A job
-    scheduled later than `at` (``scheduled_at=``) is ``scheduled`` unless `state` says."""
+    ``available``, created and due at `at` (T0 by default), with `fields` in place of the
+    defaults (a job due later takes ``state="scheduled"`` with its ``scheduled_at``)."""
     now = T0 if at is None else at
-    fields.setdefault("scheduled_at", now)
-    fields.setdefault("state", "scheduled" if fields["scheduled_at"] > now else "available")
-    return replace(_TEMPLATE, **{"created_at": now, **fields})
+    return replace(_TEMPLATE, **{"created_at": now, "scheduled_at": now, **fields})
 
 
 def claim(
