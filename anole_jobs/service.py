@@ -294,7 +294,7 @@ class JobService:
     def enqueue(
         self, args: object, *, on_commit: bool = False, **options: Unpack[EnqueueOptions]
     ) -> Enqueued:
-        if on_commit and self.store.atomic_alias is None:
+        if on_commit and not self.store.supports_transactions:
             return self._enqueue_on_commit(args, options)
         now = self.clock()
         plain = not options  # the common case: its kind's options were checked once
@@ -356,7 +356,7 @@ class JobService:
     def require_transaction(self, using: str, *, what: str) -> None:
         alias = self.store.atomic_alias
         reason = None
-        if alias is None:
+        if not self.store.supports_transactions:
             reason = f"the {self.store.name} store has no transactions"
         elif using != alias:
             reason = f"database {using!r} is not the jobs store's database ({alias!r})"
@@ -375,7 +375,7 @@ class JobService:
     ) -> builtins.list[Enqueued]:
         """Insert in batches of `BATCH_SIZE`, one store round trip per batch, all or nothing
         where the store can join a transaction (see `_insert_batches`)."""
-        if on_commit and self.store.atomic_alias is None:
+        if on_commit and not self.store.supports_transactions:
             items = list(iterable)
             connection = connections[DEFAULT_DB_ALIAS]
             if connection.in_atomic_block:
@@ -413,7 +413,7 @@ class JobService:
             try:
                 inserted = self._insert(to_insert)
             except Exception as exc:
-                if results and self.store.atomic_alias is None:
+                if results and not self.store.supports_transactions:
                     # A store without transactions kept the batches before this one: say how
                     # many, so that a retry can skip them.
                     exc.add_note(
@@ -449,7 +449,7 @@ class JobService:
     def _insert(self, jobs: builtins.list[NewJob]) -> builtins.list[Enqueued]:
         if not jobs:
             return []
-        if self.store.atomic_alias is None:
+        if not self.store.supports_transactions:
             self._warn_if_in_transaction(jobs)
         # The store wakes the workers of the queues it made jobs available in (stores.base).
         results = self.store.insert(jobs)
@@ -467,7 +467,7 @@ class JobService:
 
     def _insert_one(self, job: NewJob) -> Enqueued:
         """`_insert` of one job (`enqueue`), without the batch's bookkeeping."""
-        if self.store.atomic_alias is None:
+        if not self.store.supports_transactions:
             self._warn_if_in_transaction([job])
         (result,) = self.store.insert([job])
         if events.ENQUEUED in self.bus.by_name:
@@ -646,7 +646,7 @@ class JobService:
                     priority=entry.priority,
                     meta={"cron": {"name": entry.name, "triggered": True}, **entry.meta},
                 )
-                if self.store.atomic_alias is None:
+                if not self.store.supports_transactions:
                     self._warn_if_in_transaction([job])
                 result = self.store.cron_trigger(name=entry.name, job=job)
                 self.bus.emit(

@@ -76,7 +76,7 @@ def enqueue_workflow(service: JobService, wf: Workflow, *, on_commit: bool) -> W
     """Write every step of `wf` or none (see `jobs.enqueue_workflow`)."""
     workflow, steps, order = _plan(service, wf)
     store = service.store
-    if on_commit and store.atomic_alias is None:
+    if on_commit and not store.supports_transactions:
         connection = connections[DEFAULT_DB_ALIAS]
         if connection.in_atomic_block:
             transaction.on_commit(
@@ -90,11 +90,12 @@ def _write(
     service: JobService, workflow: NewWorkflow, steps: list[NewStep], order: list[str]
 ) -> WorkflowEnqueued:
     store = service.store
-    alias = store.atomic_alias
     ids: list[int] = []
-    # One store call per BATCH_SIZE steps; on a SQL store all of them in one transaction
+    # One store call per BATCH_SIZE steps; on a store with transactions all of them in one
     # (the caller's, if one is open), elsewhere a failure deletes what was written.
-    atomic = transaction.atomic(using=alias) if alias is not None else contextlib.nullcontext()
+    atomic: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if store.supports_transactions:
+        atomic = transaction.atomic(using=store.atomic_alias)
     try:
         with atomic:
             for start in range(0, len(steps), BATCH_SIZE):
@@ -108,7 +109,7 @@ def _write(
                     store.insert_workflow(workflow, chunk, last=last, now=workflow.created_at)
                 )
     except BaseException:
-        if alias is None:
+        if not store.supports_transactions:
             for job_id in ids:
                 with contextlib.suppress(Exception):
                     store.delete(job_id)

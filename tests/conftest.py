@@ -277,12 +277,23 @@ class StoreEnv:
         return getattr(store, "inner", store)
 
     @property
-    def sql(self) -> bool:
-        return self.name in ("sqlite", "postgres")
-
-    @property
     def alias(self) -> str | None:
-        return {"sqlite": "default", "postgres": "pg"}.get(self.name)
+        """The Django database alias whose transactions the store's writes join (its jobs
+        are rows of that database, which the Django admin shows), None when it has none."""
+        store = self.store
+        return store.atomic_alias if store.supports_transactions else None
+
+    def has(self, capability: str) -> bool:
+        """Whether the store has `capability`, one of the contract's capability flags."""
+        value = getattr(self.store, capability)
+        assert isinstance(value, bool), f"{capability} is no capability of the store contract"
+        return value
+
+    def require(self, capability: str, *, absent: bool = False) -> None:
+        """Skip the test unless the store has `capability` (lacks it, with `absent`)."""
+        if self.has(capability) == absent:
+            lacking = "has" if absent else "lacks"
+            pytest.skip(f"the {self.name} store {lacking} {capability}")
 
     def configure(self, **extra: Any) -> None:
         """Re-apply ANOLE_JOBS with `extra` keys (the facade rebuilds its service)."""

@@ -274,15 +274,15 @@ def newest_id() -> int | None:
 def search_page(listing: Listing, *, budget: int | None = None) -> Page:
     """One page of a search: windows of ids below `listing.after`, newest first, until the
     page is full or `budget` ids were looked at."""
-    # Windows count jobs; a store whose ids are sparse (`id_stride`) widens them in ids.
-    stride = jobs.service.store.id_stride
-    budget = (SEARCH_BUDGET if budget is None else budget) * stride
+    # Windows count jobs; the store says how far below an id that many jobs reach.
+    store = jobs.service.store
     newest = newest_id()
     top = listing.after if listing.after is not None else (newest or 0) + 1
+    bottom = store.lowest_id_below(top, SEARCH_BUDGET if budget is None else budget)
     floor, terms = top, search_terms(listing)
     found: list[JobRecord] = []
-    while floor > 1 and top - floor < budget and len(found) <= listing.limit:
-        low = max(1, floor - SEARCH_WINDOW * stride, top - budget)
+    while floor > bottom and len(found) <= listing.limit:
+        low = max(store.lowest_id_below(floor, SEARCH_WINDOW), bottom)
         asked = min(listing.limit + 1 - len(found), LIST_LIMIT_MAX)
         records = jobs.list(
             state=listing.state,

@@ -130,11 +130,6 @@ class Finish:
     error: ErrorEntry | None = None
     give_back_attempt: bool = False
     result: str | None = None
-    #: The job is a workflow step (its record has a `workflow_id`). Set it for every step's
-    #: finish: it lets the database store open a transaction, and settle the step's
-    #: dependents in it, only for the batches that need it (a plain job's finish pays
-    #: nothing); the database store does not settle the dependents of a finish without it.
-    workflow: bool = False
     started_at: datetime | None = None
 
 
@@ -210,13 +205,31 @@ class Store(ABC):
     ints that grow with insertion order. Methods are safe to call from several threads.
     """
 
-    #: The database alias whose `transaction.atomic` blocks this store's writes join, if any.
-    atomic_alias: str | None = None
     name: str = "store"
-    #: How far apart the ids of two jobs enqueued one after the other are: 1 on every store but
-    #: the Redis Cluster one, whose ids also carry their hash slot. A search's id windows (a
-    #: number of jobs) are this many times wider in ids.
-    id_stride: int = 1
+
+    # -- capabilities: where stores really differ, read by the service and the tests -------
+    #: Its writes join the caller's ``transaction.atomic(using=atomic_alias)``: an enqueue
+    #: inside one is stored at commit and never if it rolls back, and `jobs.enqueue_in`
+    #: works. False: a write is stored at once, whatever transaction is open (the service
+    #: defers an ``on_commit=True`` enqueue to the default database's commit itself).
+    supports_transactions: bool = False
+    #: The database alias whose `transaction.atomic` blocks its writes join, when
+    #: `supports_transactions` (else None).
+    atomic_alias: str | None = None
+    #: Its wake-ups (new work, finished jobs) reach waiters in other processes (NOTIFY,
+    #: PUBLISH). False: only this process's waiters are woken; others poll.
+    supports_cross_process_wakeups: bool = False
+    #: Other processes see the same jobs (a server's database or Redis). False: the jobs
+    #: live in this process only (the memory store), so a second process cannot share them.
+    supports_other_processes: bool = True
+    #: A unique key is held across every queue. False (the Redis Cluster store, which keeps
+    #: each queue in one hash slot): only among the queues of one slot, so jobs of two
+    #: queues may both hold one key.
+    unique_across_queues: bool = True
+    #: Leadership taken by `lead` lapses once `now` passes its ttl unless renewed. False
+    #: (PostgreSQL's advisory lock): it lasts as long as the leader's session, whatever
+    #: `now` says, until `resign` or the session ends.
+    leadership_lapses: bool = True
 
     # -- enqueueing ------------------------------------------------------------------------
     @abstractmethod
@@ -255,6 +268,11 @@ class Store(ABC):
         A paused queue (see `pause`) yields no job. The store decides it atomically with the
         claim (in the same statement, script or lock), so a claim that starts after `pause`
         returned never takes a job of that queue; neither the runtime nor `step()` checks.
+
+        A claim made outside the caller's transaction may be committed without waiting for
+        the disk (PostgreSQL does): a claim lost in a server crash only leaves its job
+        available, and the claimant's later writes then fail their fence, so every job still
+        runs at least once. Enqueues and outcomes stay durable.
         """
 
     @abstractmethod
@@ -269,17 +287,11 @@ class Store(ABC):
         A ``completed`` write keeps its `result` in the same write; the jobs it ends wake
         their result waiters (see "Finished wake-ups")."""
 
+    @abstractmethod
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
         """Replace the meta of the job `run` is running with `meta` (JSON), fenced like
         `finish`: only while the job is running with that attempt and claim token. Returns
         whether it was written. A run records its output this way (``meta["output"]``)."""
-        raise NotImplementedError(f"the {self.name} store cannot update a running job's meta")
-
-    def relax_claim_durability(self) -> None:  # noqa: B027 - optional hook
-        """Hook: the calling thread will use this store only to claim jobs (and give them
-        back). A store may trade the durability of those writes for speed: a claim lost in a
-        server crash only leaves its job available, and the claimant's later writes then fail
-        their fence, so at-least-once holds. Enqueues and outcomes stay durable."""
 
     # -- maintenance -----------------------------------------------------------------------
     @abstractmethod
@@ -335,6 +347,13 @@ class Store(ABC):
     @abstractmethod
     def get(self, job_id: int) -> JobRecord | None:
         """The job with this id, or None."""
+
+    def lowest_id_below(self, below: int, jobs: int) -> int:
+        """The lowest id that the `jobs` jobs enqueued one after another just before job
+        `below` can have (at least 1): how far a search's window of that many jobs reaches.
+        Ids grow with insertion order; where they are consecutive (every store here but the
+        Redis Cluster one, whose ids also carry their hash slot) this is ``below - jobs``."""
+        return max(1, below - jobs)
 
     @abstractmethod
     def list(self, filter: ListFilter) -> list[JobRecord]:
@@ -447,6 +466,7 @@ class Store(ABC):
         return hub is not None and hub.has_subscribers()
 
     # -- workflows (see "Workflows" in the module docstring) ---------------------------------
+    @abstractmethod
     def insert_workflow(
         self, workflow: NewWorkflow, steps: Sequence[NewStep], *, last: bool, now: datetime
     ) -> builtins.list[int]:
@@ -455,23 +475,23 @@ class Store(ABC):
         set makes every step of the workflow with no dependency left ``available`` (or
         ``scheduled``, its delay counted from `now`) and wakes their queues once committed.
         Joins ``transaction.atomic(using=atomic_alias)`` like `insert`."""
-        raise NotImplementedError(f"the {self.name} store has no workflows")
 
+    @abstractmethod
     def workflow(self, workflow_id: str) -> WorkflowRow | None:
         """The workflow with this id and all its steps, or None."""
-        raise NotImplementedError(f"the {self.name} store has no workflows")
 
+    @abstractmethod
     def cancel_workflow(self, workflow_id: str, *, now: datetime) -> bool | None:
         """Mark the workflow cancelled and cancel every step not ended, in one write; None
         for an unknown workflow, else whether it was not cancelled before."""
-        raise NotImplementedError(f"the {self.name} store has no workflows")
 
+    @abstractmethod
     def dependency_results(self, job_id: int) -> dict[str, Any]:
         """``{step name: result}`` of the completed dependencies of step `job_id` (results
         as JSON values, None when the handler returned None)."""
-        raise NotImplementedError(f"the {self.name} store has no workflows")
 
     # -- statistics --------------------------------------------------------------------------
+    @abstractmethod
     def stats(
         self,
         queues: Collection[str] | None,
@@ -487,7 +507,6 @@ class Store(ABC):
         counted are left out. The store keeps the counters in the same writes that move the
         jobs (see `anole_jobs.stores.stats` for what counts where), so this reads minutes,
         never jobs. Minutes older than `STATS_KEEP` may be gone."""
-        raise NotImplementedError(f"the {self.name} store keeps no statistics")
 
     # -- bulk actions ----------------------------------------------------------------------
     def act(
@@ -532,6 +551,7 @@ class Store(ABC):
         """Release connections the store opened itself."""
 
     # -- flow control across every worker (docs/limits.md) --------------------------------
+    @abstractmethod
     def claim_limited(
         self,
         queue: str,
@@ -553,24 +573,22 @@ class Store(ABC):
         job a limit holds back is skipped and stays ``available``, its attempt unchanged;
         later jobs of other partitions are still taken, in claim order. With no limit in
         force this is exactly `claim`."""
-        raise NotImplementedError(f"the {self.name} store has no queue limits")
 
+    @abstractmethod
     def set_limits(self, queue: str, limits: RuntimeLimits) -> None:
         """Store `limits` for `queue`, in place of its settings' (a None field: the setting
         applies; all None: forget the queue's runtime limits). Every claim after this returns
         honours them."""
-        raise NotImplementedError(f"the {self.name} store has no queue limits")
 
+    @abstractmethod
     def runtime_limits(self) -> dict[str, RuntimeLimits]:
-        """``{queue: limits}`` stored by `set_limits` (queues with none are left out).
-        A store without queue limits has none."""
-        return {}
+        """``{queue: limits}`` stored by `set_limits` (queues with none are left out)."""
 
+    @abstractmethod
     def held_count(self, queue: str, limits: Limits, *, now: datetime) -> int:
         """How many ``available`` jobs of `queue` its limits (`limits` with the runtime ones
         in their place, as `claim_limited` reads them) hold back at `now`. For admin pages and
         the held-jobs gauge: it may read the queue's available jobs."""
-        raise NotImplementedError(f"the {self.name} store has no queue limits")
 
     # -- workers: which runtimes are alive and what they hold (see stores/workers.py) --------
     @abstractmethod

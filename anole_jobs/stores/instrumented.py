@@ -26,8 +26,8 @@ from anole_jobs import events
 from anole_jobs.stores.base import Store
 from anole_jobs.stores.wakeups import WakeupHub
 
-#: Contract methods forwarded without a timing: they hand out a handle or are hooks, not
-#: calls whose duration says anything about the store.
+#: Contract methods forwarded without a timing: they hand out a handle, are hooks or only
+#: compute, not calls whose duration says anything about the store.
 UNTIMED = frozenset(
     {
         "subscribe",
@@ -35,7 +35,7 @@ UNTIMED = frozenset(
         "wake_finished",
         "waits_for_finished",
         "close",
-        "relax_claim_durability",
+        "lowest_id_below",
     }
 )
 
@@ -127,7 +127,8 @@ CONTRACT_METHODS: tuple[str, ...] = tuple(
 CONTRACT_PROPERTIES: tuple[str, ...] = tuple(
     name for name, value in vars(Store).items() if _public(name) and isinstance(value, property)
 )
-#: The contract's plain attributes (`atomic_alias`, `name`), copied from the wrapped store.
+#: The contract's plain attributes (`atomic_alias`, `name`, the capabilities), copied from the
+#: wrapped store.
 CONTRACT_ATTRIBUTES: tuple[str, ...] = tuple(
     dict.fromkeys(
         name

@@ -143,6 +143,7 @@ class _Settled:
 
 class MemoryStore(MemoryWorkers, Store):
     name = "memory"
+    supports_other_processes = False  # the jobs live in this process's memory
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -96,7 +96,6 @@ class _Control:
             run=self.claimed.run,
             state="completed",
             at=now,
-            workflow=self.claimed.record.workflow_id is not None,
             started_at=self.started_at,
         )
         (written,) = service.store.finish([finish])
@@ -211,8 +210,6 @@ class Executor:
         )
         if finish is not None and finish.started_at != started_at:
             finish = replace(finish, started_at=started_at)  # a failure: rare, not the hot path
-        if finish is not None and record.workflow_id is not None:
-            finish = replace(finish, workflow=True)  # the store settles its dependents too
         self._count_drains(claimed, control, outcome, finish)
         return Attempt(
             claimed=claimed,

@@ -86,7 +86,6 @@ class Dispatcher(BackgroundThread):
     def __init__(self, pool: QueueWorker) -> None:
         super().__init__(name=f"anole-{pool.name}-dispatch")
         self.pool = pool
-        self.relaxed = False
         #: The highest priority the wake-ups since the last round announced, if any.
         self.announced: int | None = None
 
@@ -101,12 +100,6 @@ class Dispatcher(BackgroundThread):
 
     def run_once(self) -> float:
         pool = self.pool
-        store = pool.service.store
-        if not self.relaxed:
-            # This thread's connection only claims (and gives back): a claim lost in a crash only
-            # leaves its job available, and the fenced writes refuse the stale run's outcome.
-            store.relax_claim_durability()
-            self.relaxed = True
         wanted = pool.wanted()
         announced, self.announced = self.announced, None
         lane = False
@@ -274,10 +267,7 @@ class QueueWorker:
         now = monotonic()
         if now - self._runtime_limits_at >= RUNTIME_LIMITS_EVERY:
             self._runtime_limits_at = now
-            try:
-                self._runtime_limits = self.name in self.service.store.runtime_limits()
-            except NotImplementedError:
-                self._runtime_limits = False
+            self._runtime_limits = self.name in self.service.store.runtime_limits()
         return self.settings_limits if self._runtime_limits else None
 
     def wanted(self) -> int:

@@ -34,7 +34,7 @@ def admin_client(env, users) -> Client:
 
 
 def sql_only(env):
-    if not env.sql:
+    if env.alias is None:
         pytest.skip("the Django admin shows the database store's table")
 
 
@@ -49,7 +49,7 @@ def notes(response) -> list[str]:
 
 
 def test_the_table_is_hidden_without_a_database_store(env, admin_client):
-    if env.sql:
+    if env.alias is not None:
         assert admin_client.get("/admin/").content.count(b"/admin/anole_jobs/job/") >= 1
         return
     assert b"/admin/anole_jobs/job/" not in admin_client.get("/admin/").content

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
 from django.conf import settings as django_settings
 
-from anole_jobs.stores.base import NewJob
 from anole_jobs.stores.redis.keys import Keys
+from anole_jobs.testing.contract import new_job as contract_new_job
 
 URL = django_settings.REDIS_TEST_URL
 URL_DB1 = URL.rsplit("/", 1)[0] + "/1"
@@ -18,20 +19,8 @@ LEASE = timedelta(seconds=30)
 WAIT = 5.0  # seconds a test waits for another thread before failing
 
 
-def new_job(**overrides: Any) -> NewJob:
-    fields: dict[str, Any] = {
-        "kind": "k",
-        "queue": "q",
-        "args": {"n": 1},
-        "meta": {},
-        "priority": 0,
-        "max_attempts": 3,
-        "state": "available",
-        "scheduled_at": T0,
-        "created_at": T0,
-    }
-    fields.update(overrides)
-    return NewJob(**fields)
+#: The Redis tests' jobs: kind "k" in queue "q" (the suite's builder, other defaults).
+new_job = functools.partial(contract_new_job, kind="k", queue="q", args={"n": 1})
 
 
 def claim(

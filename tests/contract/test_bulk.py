@@ -14,7 +14,7 @@ from anole_jobs.operations import bulk
 from anole_jobs.operations.listing import parse_listing
 from anole_jobs.operations.problems import BadInput
 from anole_jobs.stores.search import BULK_BATCH_MAX
-from tests.contract.test_state_machine import recount
+from anole_jobs.testing.contract.jobs_machine import recount
 from tests.sampleapp.jobs import Validated, Work
 
 

@@ -19,8 +19,9 @@ from django.db import connections, transaction
 
 from anole_jobs import Unique
 from anole_jobs.stores.database.base import FOLD_AFTER
+from anole_jobs.testing.contract import race
+from anole_jobs.testing.contract.jobs_machine import recount
 from tests.contract.test_database_store import LEASE, NOW, _run_django, run_django_with
-from tests.contract.test_state_machine import recount
 from tests.sampleapp.jobs import Prioritized, Work
 
 ACTIONS = ("ok", "ok", "fail", "snooze", "discard", "retry_in")
@@ -54,8 +55,7 @@ def test_counts_equal_a_recount_after_a_seeded_mix_of_operations(env):
 
 
 def test_a_rolled_back_transaction_leaves_the_counts_unchanged(env):
-    if not env.sql:
-        pytest.skip("only SQL stores join transactions")
+    env.require("supports_transactions")
     env.jobs.enqueue_many([Work(), Work(), Prioritized(name="p")])
     env.jobs.step()
     env.jobs.enqueue(Work(), delay=60)
@@ -149,18 +149,13 @@ def test_postgres_concurrent_folds_stay_exact(settings, clock):
         for i in range(300):
             jobs.enqueue(Work(), queue=f"q{i % 3}")
         store = jobs.service.store.inner
-        start = threading.Barrier(3)
 
-        def fold() -> None:
-            start.wait(60)
+        def fold(_: int) -> None:
             for _ in range(5):
                 store.fold_counts()
                 jobs.enqueue(Work(), queue="q0")
 
-        threads = [_in_thread(fold) for _ in range(3)]
-        for thread, errors in threads:
-            thread.join(60)
-            assert not thread.is_alive() and not errors, errors
+        race(3, fold)
         store.fold_counts()
         assert jobs.counts() == {
             "q0": {"available": 115},

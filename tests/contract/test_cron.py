@@ -18,8 +18,8 @@ from anole_jobs.errors import ConfigurationError
 from anole_jobs.events import CRON_ENQUEUED, ENQUEUED, Event
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.schedules import CronRecord
+from anole_jobs.testing.contract import race
 from anole_jobs.unique import Unique
-from tests.concurrency import race
 
 KIND = "test.cron.report"
 JOB_PATH = "tests.contract.test_cron.Report"
@@ -184,8 +184,8 @@ def test_two_instances_stepping_enqueue_each_tick_once(env):
     for hour in (1, 2, 3):
         # A whole hour passes: every earlier leader's lease has lapsed, so both threads race.
         env.clock.set(at(2030, 1, 1, hour))
-        if env.name == "postgres":
-            # PostgreSQL's leader holds an advisory lock for as long as its session lives:
+        if not env.has("leadership_lapses"):
+            # A leader holds its session's lock for as long as the session lives (PostgreSQL):
             # end the earlier leaders' sessions, as their processes ending would.
             env.store.leadership.close()
         reports = race(2, lambda i: env.jobs.step())
@@ -227,15 +227,15 @@ def test_a_follower_does_not_run_cron(env):
     env.jobs.step()  # this thread leads and records the first sighting
     lease = env.jobs.service.settings.lease
     env.clock.advance(lease + timedelta(seconds=1))
-    if env.name == "postgres":
-        env.store.leadership.close()  # advisory lock: this instance's session ends instead
+    if not env.has("leadership_lapses"):
+        env.store.leadership.close()  # a session's lock: this instance's session ends instead
     assert env.store.lead(instance="elsewhere", now=env.clock(), ttl=timedelta(hours=2))
     env.clock.set(at(2030, 1, 1, 1))
     report = env.jobs.step()
     assert not report.leader and report.cron_enqueued == 0
     assert cron_jobs(env) == []
     env.clock.set(at(2030, 1, 1, 2, 1))  # the other leader's lease has lapsed (02:00:31)
-    if env.name == "postgres":
+    if not env.has("leadership_lapses"):
         env.store.resign(instance="elsewhere")
     report = env.jobs.step()
     assert report.leader and report.cron_enqueued == 1

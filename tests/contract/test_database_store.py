@@ -33,6 +33,7 @@ from anole_jobs.stores.database.base import SQLStore
 from anole_jobs.stores.database.frozen import schema_statements as ddl_statements
 from anole_jobs.stores.database.frozen import sql
 from anole_jobs.stores.memory import MemoryStore
+from anole_jobs.testing.contract import new_job, race
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -65,19 +66,8 @@ def store(request: Any) -> Iterator[SQLStore]:
 
 
 def job(n: int = 0, **options: Any) -> NewJob:
-    fields: dict[str, Any] = {
-        "kind": "test.db",
-        "queue": "default",
-        "args": {"n": n},
-        "meta": {},
-        "priority": 0,
-        "max_attempts": 3,
-        "state": "available",
-        "scheduled_at": NOW,
-        "created_at": NOW,
-    }
-    fields.update(options)
-    return NewJob(**fields)
+    """A ``test.db`` job with ``{"n": n}`` (the suite's builder, at NOW)."""
+    return new_job(at=NOW, **{"kind": "test.db", "args": {"n": n}, **options})
 
 
 def claim(store: Store, limit: int = 10, now: datetime = NOW, **options: Any) -> list[Any]:
@@ -98,30 +88,6 @@ def statements(queries: CaptureQueriesContext) -> list[str]:
         for query in queries
         if query["sql"].split()[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK")
     ]
-
-
-def in_threads(count: int, target: Callable[[], None]) -> list[BaseException]:
-    """Run `target` in `count` threads started together; return what they raised."""
-    errors: list[BaseException] = []
-    start = threading.Barrier(count)
-
-    def run() -> None:
-        try:
-            start.wait()
-            target()
-        except BaseException as exc:  # noqa: BLE001 - reported to the test
-            errors.append(exc)
-        finally:
-            for connection in connections.all(initialized_only=True):
-                connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung"
-    return errors
 
 
 # -- schema -------------------------------------------------------------------------------------
@@ -474,7 +440,7 @@ def test_concurrent_claims_never_take_a_job_twice(alias: str, threads: int) -> N
             with lock:
                 done.extend(c.record.id for c in claimed)
 
-    assert in_threads(threads, worker) == []
+    race(threads, lambda i: worker())
     assert sorted(done) == sorted(ids)
     assert store.counts() == {"default": {"completed": 240}}
 
@@ -500,7 +466,7 @@ def test_sqlite_writers_of_one_process_take_turns_without_the_busy_handler() -> 
             with lock:
                 done.extend(c.record.id for c in claimed)
 
-    assert in_threads(4, worker) == []
+    race(4, lambda i: worker())
     assert ids <= set(done) and len(done) == 204
 
 
@@ -511,7 +477,7 @@ def test_concurrent_unique_inserts_insert_exactly_one(store: SQLStore) -> None:
         for n in range(20):
             results.append((n, *store.insert([job(n, unique_key=f"same-{n}")])))
 
-    assert in_threads(4, enqueue) == []
+    race(4, lambda i: enqueue())
     for n in range(20):
         mine = [r for k, r in results if k == n]
         assert sum(r.inserted for r in mine) == 1 and len({r.id for r in mine}) == 1

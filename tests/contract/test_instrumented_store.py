@@ -96,7 +96,7 @@ def test_the_wrapper_covers_the_whole_public_contract():
         | set(instrumented.CONTRACT_ATTRIBUTES)
     )
     assert covered == public_contract()
-    assert {"update_meta", "queued_counts", "relax_claim_durability", "wake"} <= covered
+    assert {"update_meta", "queued_counts", "lowest_id_below", "wake"} <= covered
     assert "wakeups" in vars(InstrumentedStore)
     for name in instrumented.CONTRACT_METHODS:
         assert vars(InstrumentedStore)[name].__qualname__ == f"InstrumentedStore.{name}"
@@ -162,7 +162,12 @@ def test_the_contracts_attributes_are_the_wrapped_stores():
         "atomic_alias": "recorded-alias",
         "name": "recorder",
         "finished_poll": 1.0,  # the contract's default: Recorder does not set it
-        "id_stride": 1,  # the same
+        # The capabilities: the contract's defaults, as Recorder sets none.
+        "supports_transactions": False,
+        "supports_cross_process_wakeups": False,
+        "supports_other_processes": True,
+        "unique_across_queues": True,
+        "leadership_lapses": True,
     }
 
 

@@ -15,12 +15,11 @@ import pytest
 from anole_jobs import InvalidJob, conf
 from anole_jobs.records import QueueRecord
 from anole_jobs.stores import open_store
-from tests.concurrency import race
+from anole_jobs.testing.contract import race
 from tests.contract.test_store_contract import claim_at
 from tests.sampleapp.jobs import Work
 
 #: The stores that tell other processes of new work (PostgreSQL NOTIFY, Redis PUBLISH).
-CROSS_PROCESS_WAKEUPS = ("postgres", "redis", "redis_cluster")
 
 
 def other_instance(env):
@@ -138,8 +137,7 @@ def test_resume_wakes_this_process_workers_at_once(env):
 
 
 def test_the_pause_holds_for_another_instance(env):
-    if env.name == "memory":
-        pytest.skip("the memory store is one process's own")
+    env.require("supports_other_processes")
     job = env.jobs.enqueue(Work())
     other = other_instance(env)
     try:
@@ -153,8 +151,7 @@ def test_the_pause_holds_for_another_instance(env):
 
 
 def test_resume_wakes_the_workers_of_another_instance(env):
-    if env.name not in CROSS_PROCESS_WAKEUPS:
-        pytest.skip(f"the {env.name} store has no cross-process wake-ups (workers poll)")
+    env.require("supports_cross_process_wakeups")
     other = other_instance(env)
     subscription = other.subscribe(["default"])
     try:
@@ -173,7 +170,7 @@ def test_the_pause_survives_a_restart_on_durable_stores(env):
     job = env.jobs.enqueue(Work())
     env.jobs.pause("default")
     env.jobs.reset()  # a new service and store, as after a restart
-    if env.name != "memory":
+    if env.has("supports_other_processes"):
         assert env.jobs.queues()[0] == QueueRecord(
             name="default", paused=True, counts={"available": 1}
         )

@@ -117,26 +117,35 @@ def test_an_enqueue_notifies_only_when_its_transaction_commits(settings):
         jobs.reset()
 
 
-def test_only_a_claim_thread_that_asked_relaxes_its_commits():
+def test_a_claim_relaxes_its_own_commit_and_nothing_else():
+    """A claim outside the caller's transaction commits without waiting for the WAL flush, in
+    the same statement (no extra round trip) and for that transaction only: the session's
+    later writes, and a claim inside the caller's transaction, stay durable."""
     from datetime import UTC, datetime, timedelta
+
+    from django.db import transaction
+    from django.test.utils import CaptureQueriesContext
 
     store, _ = two_stores()
     now = datetime(2030, 1, 1, tzinfo=UTC)
+    connection = connections["pg"]
 
     def setting():
-        with connections["pg"].cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute("SHOW synchronous_commit")
             return cursor.fetchone()[0]
 
     claim = {"queue": "default", "kinds": None, "limit": 1, "now": now, "worker": "w"}
-    store.claim(**claim, lease_until=now + timedelta(seconds=30))
-    assert setting() == "on"  # enqueues and outcomes on this connection stay durable
-    store.relax_claim_durability()
-    store.claim(**claim, lease_until=now + timedelta(seconds=30))
-    assert setting() == "off"
-    # After a reconnect (Django drops a broken connection) the setting is applied again.
-    connections["pg"].close()
-    store.claim(**claim, lease_until=now + timedelta(seconds=30))
-    assert setting() == "off"
-    connections["pg"].close()
-    store._local.relaxed_claims = False
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            store.claim(**claim, lease_until=now + timedelta(seconds=30))
+        (statement,) = [q["sql"] for q in queries]
+        assert "set_config('synchronous_commit', 'off', true)" in statement
+        assert setting() == "on"  # enqueues and outcomes on this connection stay durable
+        with transaction.atomic(using="pg"):
+            with CaptureQueriesContext(connection) as queries:
+                store.claim(**claim, lease_until=now + timedelta(seconds=30))
+            assert "synchronous_commit" not in queries[0]["sql"]
+            assert setting() == "on"
+    finally:
+        store.close()

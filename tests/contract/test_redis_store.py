@@ -31,6 +31,7 @@ from anole_jobs.stores.redis import check_redis_eviction, open_redis_store
 from anole_jobs.stores.redis import listener as listener_module
 from anole_jobs.stores.redis.keys import LUA, parse_time_key, time_key
 from anole_jobs.stores.redis.store import RedisStore, _sources, _used_definitions
+from anole_jobs.testing.contract import race
 from tests.contract.redis_support import (
     LEASE,
     T0,
@@ -442,27 +443,6 @@ def test_claim_never_reads_the_jobs_of_kinds_it_does_not_handle(store: RedisStor
 # -- concurrency -----------------------------------------------------------------------------
 
 
-def run_threads(n: int, target: Callable[[int], Any]) -> list[Any]:
-    results: list[Any] = [None] * n
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(n)
-
-    def body(i: int) -> None:
-        try:
-            barrier.wait(WAIT)
-            results[i] = target(i)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert errors == [] and not any(t.is_alive() for t in threads)
-    return results
-
-
 def test_concurrent_claims_from_4_connections_never_double_claim(prefix: str) -> None:
     stores = [RedisStore(redis.Redis.from_url(URL), key_prefix=prefix) for _ in range(4)]
     try:
@@ -474,7 +454,7 @@ def test_concurrent_claims_from_4_connections_never_double_claim(prefix: str) ->
                 got.extend(c.record.id for c in claimed)
             return got
 
-        per_thread = run_threads(4, drain)
+        per_thread = race(4, drain)
         ids = [job_id for got in per_thread for job_id in got]
         assert len(ids) == 400 and len(set(ids)) == 400
         assert all(per_thread), "every thread should have claimed something"
@@ -486,12 +466,12 @@ def test_concurrent_claims_from_4_connections_never_double_claim(prefix: str) ->
 def test_8_threads_inserting_one_unique_job_insert_exactly_one(prefix: str) -> None:
     stores = [RedisStore(redis.Redis.from_url(URL), key_prefix=prefix) for _ in range(8)]
     try:
-        results = run_threads(8, lambda i: stores[i].insert([new_job(unique_key="once")])[0])
+        results = race(8, lambda i: stores[i].insert([new_job(unique_key="once")])[0])
         assert sum(r.inserted for r in results) == 1
         assert len({r.id for r in results}) == 1
         assert stores[0].counts() == {"q": {"available": 1}}
 
-        ticks = run_threads(
+        ticks = race(
             8, lambda i: stores[i].cron_advance(name="nightly", tick=T0, job=new_job(kind="cron"))
         )
         assert sum(t is not None for t in ticks) == 1

@@ -106,9 +106,9 @@ def test_none_stores_nothing(env):
     record = env.jobs.get(job_id)
     assert (record.state, record.result) == ("completed", None)
     assert env.jobs.result(job_id) is None
-    if env.name == "redis":
+    if env.alias is None and env.store.name == "redis":
         assert env.store.client.hget(env.store.keys.job(job_id), "result") is None
-    elif env.sql:
+    elif env.alias is not None:
         from django.db import connections
 
         with connections[env.alias].cursor() as cursor:
@@ -287,7 +287,7 @@ def wait_in_thread(
         except BaseException as exc:  # noqa: BLE001 - reported to the test
             outcome["error"] = exc
         finally:
-            if env.sql:
+            if env.alias is not None:
                 from django.db import connections
 
                 connections[env.alias].close()
@@ -318,8 +318,7 @@ def test_a_waiter_is_woken_by_a_cancel(env):
 
 
 def test_a_waiter_is_woken_by_another_processes_finish(env):
-    if env.name in ("memory", "sqlite"):
-        pytest.skip("memory and SQLite have no cross-process wake-ups (SQLite waiters poll)")
+    env.require("supports_cross_process_wakeups")
     job_id = env.jobs.enqueue(Returns(value="1")).id
     # Another process's store: same data, its own in-process hub (only NOTIFY / PUBLISH
     # reaches this one's waiters).

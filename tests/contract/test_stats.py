@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from anole_jobs.core import ErrorEntry
-from anole_jobs.stores.base import Finish, NewJob, RunRef
+from anole_jobs.stores.base import Finish, RunRef
 from anole_jobs.stores.stats import RUNTIME_BUCKETS_MS, STATS_KEEP, StatsPoint, bucket_of
+from anole_jobs.testing.contract import new_job
 from tests.sampleapp.jobs import Work
 from tests.support.stats import clear_stats
 
@@ -29,20 +30,6 @@ def no_earlier_counters(request: Any) -> None:
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)  # the start of a minute
 LEASE = timedelta(seconds=30)
-
-
-def new_job(queue: str = "default", at: datetime = T0, attempts: int = 3) -> NewJob:
-    return NewJob(
-        kind="test.work",
-        queue=queue,
-        args={},
-        meta={},
-        priority=0,
-        max_attempts=attempts,
-        state="available",
-        scheduled_at=at,
-        created_at=at,
-    )
 
 
 def run(store: Any, queue: str, now: datetime, n: int = 1) -> list[RunRef]:
@@ -70,7 +57,7 @@ def minute(n: int) -> datetime:
 
 def test_each_move_lands_in_its_minute(env):
     store = env.store
-    store.insert([new_job(), new_job(), new_job(), new_job("mail")])
+    store.insert([new_job(at=T0), new_job(at=T0), new_job(at=T0), new_job(at=T0, queue="mail")])
     a, b, c = run(store, "default", minute(0) + timedelta(seconds=10), 3)
     run(store, "mail", minute(0) + timedelta(seconds=59))
     ended = minute(1) + timedelta(seconds=5)
@@ -117,7 +104,7 @@ def test_each_move_lands_in_its_minute(env):
 def test_percentiles_come_from_the_run_times(env):
     store = env.store
     runs_ms = [3] * 90 + [150] * 9 + [4000]
-    store.insert([new_job() for _ in runs_ms])
+    store.insert([new_job(at=T0) for _ in runs_ms])
     refs = run(store, "default", T0, len(runs_ms))
     store.finish(
         [
@@ -142,7 +129,7 @@ def test_percentiles_come_from_the_run_times(env):
 
 def test_a_run_time_is_counted_to_the_millisecond_rounded_up(env):
     store = env.store
-    store.insert([new_job(), new_job()])
+    store.insert([new_job(at=T0), new_job(at=T0)])
     start = T0 + timedelta(seconds=1, microseconds=250_000)
     a, b = run(store, "default", start, 2)
     store.finish(
@@ -162,7 +149,7 @@ def test_each_bucket_bound_falls_in_its_own_bucket(env):
     # the SQL computes the bucket its own way, which must agree with `bucket_of` at every edge.
     store = env.store
     runs_ms = [0, *RUNTIME_BUCKETS_MS, *(bound + 1 for bound in RUNTIME_BUCKETS_MS)]
-    store.insert([new_job() for _ in runs_ms])
+    store.insert([new_job(at=T0) for _ in runs_ms])
     refs = run(store, "default", T0, len(runs_ms))
     store.finish(
         [
@@ -184,7 +171,7 @@ def test_each_bucket_bound_falls_in_its_own_bucket(env):
 
 def test_lapsed_leases_count_as_retried_then_dead(env):
     store = env.store
-    store.insert([new_job(attempts=2)])
+    store.insert([new_job(at=T0, max_attempts=2)])
     run(store, "default", minute(0))
     assert [r.state for r in store.rescue(now=minute(5))] == ["available"]
     run(store, "default", minute(6))
@@ -197,7 +184,7 @@ def test_lapsed_leases_count_as_retried_then_dead(env):
 
 def test_snoozes_drains_and_admin_actions_count_nothing(env):
     store = env.store
-    inserted = store.insert([new_job(), new_job(), new_job()])
+    inserted = store.insert([new_job(at=T0), new_job(at=T0), new_job(at=T0)])
     a, b, c = run(store, "default", minute(0), 3)
     store.finish(
         [
@@ -229,7 +216,7 @@ def test_snoozes_drains_and_admin_actions_count_nothing(env):
 
 def test_counters_outlive_their_jobs_and_are_pruned_by_age(env):
     store = env.store
-    store.insert([new_job(), new_job()])
+    store.insert([new_job(at=T0), new_job(at=T0)])
     a, b = run(store, "default", minute(0), 2)
     store.finish([Finish(run=a, state="completed", at=minute(0))])
     store.prune(now=minute(10), horizons={"completed": timedelta(0)})
@@ -302,7 +289,7 @@ def test_a_claim_within_a_queues_limits_counts_as_started(env):
     from anole_jobs.limits import Limits
 
     store = env.store
-    store.insert([new_job(), new_job(), new_job()])
+    store.insert([new_job(at=T0), new_job(at=T0), new_job(at=T0)])
     now = minute(0) + timedelta(seconds=20)
     taken = store.claim_limited(
         "default",

@@ -17,7 +17,7 @@ from tests.sampleapp.e2e_jobs import WaitQuickTimeout as WaitTimeout
 
 def test_step_cancels_each_kind_of_wait_at_its_timeout(env, tmp_path: Path) -> None:
     marker = str(tmp_path)
-    waits = ["sleep", "check", "query"] if env.sql else ["sleep", "check"]
+    waits = ["sleep", "check", "query"] if env.alias is not None else ["sleep", "check"]
     ids = {
         how: env.jobs.enqueue(WaitTimeout(how=how, seconds=30, marker=marker)).id for how in waits
     }

@@ -119,8 +119,8 @@ def test_enqueue_many_inserts_in_order(env):
 
 
 def test_enqueue_many_is_one_round_trip_per_batch(env):
-    if not env.sql:
-        pytest.skip("query counting applies to the SQL stores; Redis counts its calls itself")
+    if env.alias is None:
+        pytest.skip("queries are counted on the store's Django database; Redis counts its calls")
     connection = connections[env.alias]
     env.jobs.enqueue(Work())  # warm up: build the service outside the count
     with CaptureQueriesContext(connection) as queries:
@@ -212,8 +212,7 @@ def test_enqueue_many_resolves_keys_repeated_in_a_batch_across_batches_and_alrea
 
 
 def test_enqueue_many_in_a_rolled_back_transaction_leaves_no_job(env):
-    if not env.sql:
-        pytest.skip("only SQL stores join transactions")
+    env.require("supports_transactions")
 
     class Boom(Exception):
         pass
@@ -589,48 +588,6 @@ def test_finish_batches_report_each_result(env):
     assert state_of(env, a.id) == "completed" and state_of(env, b.id) == "cancelled"
 
 
-def test_concurrent_claims_never_return_one_job_twice(env):
-    import threading
-
-    env.jobs.enqueue_many([Work(tag=str(i)) for i in range(60)])
-    store = env.store
-    now = env.clock()
-    got: list[int] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-    start = threading.Barrier(4)
-
-    def claimer() -> None:
-        try:
-            start.wait()
-            while True:
-                claimed = store.claim(
-                    "default",
-                    kinds=None,
-                    limit=7,
-                    now=now,
-                    lease_until=now + timedelta(seconds=30),
-                    worker="t",
-                )
-                if not claimed:
-                    return
-                with lock:
-                    got.extend(c.record.id for c in claimed)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            for conn in connections.all(initialized_only=True):
-                conn.close()
-
-    threads = [threading.Thread(target=claimer) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
-    assert len(got) == 60 and len(set(got)) == 60
-
-
 def test_claim_only_takes_the_named_kinds(env):
     orphan = env.jobs.enqueue(Orphan())
     work = env.jobs.enqueue(Work())
@@ -689,8 +646,8 @@ def test_lead_is_exclusive_until_the_lease_ends(env):
     store = env.store
     now = env.clock()
     ttl = timedelta(seconds=30)
-    if env.name == "postgres":
-        # PostgreSQL leads with an advisory lock held by a session: no lease to lapse.
+    if not env.has("leadership_lapses"):
+        # Leadership held by a session (PostgreSQL's advisory lock): no lease to lapse.
         assert store.lead(instance="a", now=now, ttl=ttl) is True
         assert store.lead(instance="b", now=now, ttl=ttl) is False
         assert store.lead(instance="b", now=now + timedelta(hours=1), ttl=ttl) is False
@@ -782,8 +739,7 @@ def test_retry_of_a_running_job_fences_out_its_worker(env):
 
 
 def test_enqueue_in_a_rolled_back_transaction_leaves_no_job(env):
-    if not env.sql:
-        pytest.skip("only SQL stores join transactions")
+    env.require("supports_transactions")
 
     class Boom(Exception):
         pass
@@ -803,7 +759,7 @@ def test_enqueue_in_refuses_without_a_usable_transaction(env, caplog):
     with caplog.at_level("ERROR", logger="anole_jobs"), pytest.raises(InvalidJob):
         env.jobs.enqueue_in(Work(), using=alias)
     assert "enqueue_in refused" in caplog.text
-    if env.sql:
+    if env.has("supports_transactions"):
         other = "pg" if env.alias == "default" else "default"
         with pytest.raises(InvalidJob, match="not the jobs store"):
             env.jobs.enqueue_in(Work(), using=other)
@@ -812,8 +768,7 @@ def test_enqueue_in_refuses_without_a_usable_transaction(env, caplog):
 
 @pytest.mark.django_db(databases=["default"], transaction=True)
 def test_on_commit_defers_the_write_on_stores_without_transactions(env):
-    if env.sql:
-        pytest.skip("SQL stores write inside the transaction instead")
+    env.require("supports_transactions", absent=True)
     with transaction.atomic():
         result = env.jobs.enqueue(Work(tag="later"), on_commit=True)
         assert result.id is None and env.jobs.counts() == {}
@@ -824,7 +779,7 @@ def test_complete_in_commits_with_the_handlers_writes(env):
     from tests.sampleapp import jobs as sample
 
     def complete_in_transaction(job, args):
-        if not env.sql:
+        if not env.has("supports_transactions"):
             job.complete_in(using="default")  # refused before any database is touched
         with transaction.atomic(using=env.alias):
             job.complete_in(using=env.alias)
@@ -832,7 +787,7 @@ def test_complete_in_commits_with_the_handlers_writes(env):
     sample.HOOKS["complete_in"] = complete_in_transaction
     job = env.jobs.enqueue(Work(action="complete_in"))
     report = env.jobs.step()
-    if env.sql:
+    if env.has("supports_transactions"):
         assert report.outcomes() == {job.id: "completed"}
         assert state_of(env, job.id) == "completed"
     else:
@@ -842,8 +797,7 @@ def test_complete_in_commits_with_the_handlers_writes(env):
 
 
 def test_complete_in_rolled_back_leaves_the_job_to_run_again(env):
-    if not env.sql:
-        pytest.skip("only SQL stores have transactions")
+    env.require("supports_transactions")
     from tests.sampleapp import jobs as sample
 
     def roll_back(job, args):
@@ -886,7 +840,7 @@ def test_unique_enqueue_returns_the_live_job(env):
 
 def test_a_terminated_leader_session_loses_leadership(env):
     if env.name != "postgres":
-        pytest.skip("the advisory-lock session is PostgreSQL's")
+        pytest.skip("PostgreSQL's advisory-lock session: killed from the server")
     store = env.store
     now = env.clock()
     ttl = timedelta(seconds=30)

@@ -26,8 +26,7 @@ def warnings_of(caplog):
 
 @pytest.mark.django_db(databases=["default"], transaction=True)
 def test_a_store_without_transactions_warns_once_per_kind(env, caplog):
-    if env.sql:
-        pytest.skip("the next test covers SQL stores")
+    env.require("supports_transactions", absent=True)
     with caplog.at_level("WARNING", logger="anole_jobs"), transaction.atomic():
         env.jobs.enqueue(Work())
         env.jobs.enqueue(Work())
@@ -52,8 +51,7 @@ def test_a_store_without_transactions_warns_once_per_kind(env, caplog):
 
 
 def test_sql_stores_join_the_transaction_and_do_not_warn(env, caplog):
-    if not env.sql:
-        pytest.skip("the test above covers stores without transactions")
+    env.require("supports_transactions")
     with caplog.at_level("WARNING", logger="anole_jobs"), transaction.atomic(using=env.alias):
         env.jobs.enqueue(Work())
     assert warnings_of(caplog) == []

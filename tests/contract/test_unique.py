@@ -18,7 +18,7 @@ from anole_jobs.core import LIVE_STATES
 from anole_jobs.events import ENQUEUED, Event
 from anole_jobs.stores.base import Finish
 from anole_jobs.testing import all_enqueued, assert_enqueued, drain, refute_enqueued
-from tests.concurrency import race
+from anole_jobs.testing.contract import race
 
 
 @kind("test.unique.job", attempts=2)

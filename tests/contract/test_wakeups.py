@@ -60,22 +60,19 @@ def wakes_nobody_on_rollback(env, on_commit):
 
 @pytest.mark.parametrize("on_commit", [False, True])
 def test_an_enqueue_inside_atomic_wakes_at_commit_on_sql_stores(env, on_commit):
-    if not env.sql:
-        pytest.skip("the next test covers stores without transactions")
+    env.require("supports_transactions")
     wakes_at_commit(env, on_commit)
 
 
 @pytest.mark.parametrize("on_commit", [False, True])
 def test_a_rolled_back_enqueue_wakes_nobody_on_sql_stores(env, on_commit):
-    if not env.sql:
-        pytest.skip("the next test covers stores without transactions")
+    env.require("supports_transactions")
     wakes_nobody_on_rollback(env, on_commit)
 
 
 @pytest.mark.django_db(databases=["default"], transaction=True)
 def test_on_commit_wakes_at_commit_or_never_on_other_stores(env):
-    if env.sql:
-        pytest.skip("the tests above cover SQL stores")
+    env.require("supports_transactions", absent=True)
     # Without on_commit the job is stored, and wakes, at once: a rollback cannot undo it.
     wakes_at_commit(env, on_commit=True)
     wakes_nobody_on_rollback(env, on_commit=True)

@@ -111,8 +111,7 @@ def test_the_leaders_step_prunes_expired_records(env):
 
 
 def test_a_worker_is_seen_by_every_instance_on_durable_stores(env):
-    if env.name == "memory":
-        return  # this process only, by design
+    env.require("supports_other_processes")
     record = worker(env, jobs=[held(env, 3)])
     env.store.record_worker(record)
     other = open_store(conf.parse(env.settings.ANOLE_JOBS))

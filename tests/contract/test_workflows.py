@@ -8,7 +8,6 @@ failure cancelled, a delay counted from readiness, `dependency_results`, the wor
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +16,7 @@ from django.db import transaction
 
 from anole_jobs import InvalidJob, Workflow, WorkflowEnqueued
 from anole_jobs.stores.base import Finish
+from anole_jobs.testing.contract import race
 from tests.sampleapp.jobs import CALLS, HOOKS, Work
 from tests.sampleapp.workflow_jobs import Step, UniqueStep
 
@@ -283,23 +283,12 @@ def test_concurrent_finishes_of_a_fan_in_make_it_available_once(env):
         worker="w",
     )
     assert len(claimed) == width
-    barrier = threading.Barrier(width)
-    written: list[bool] = []
 
-    def finish(one: Any) -> None:
-        barrier.wait()
-        written.extend(
-            env.store.finish(
-                [Finish(run=one.run, state="completed", at=now, result='"x"', workflow=True)]
-            )
-        )
+    def finish(i: int) -> list[bool]:
+        done = Finish(run=claimed[i].run, state="completed", at=now, result='"x"')
+        return env.store.finish([done])
 
-    threads = [threading.Thread(target=finish, args=(c,)) for c in claimed]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert written == [True] * width
+    assert race(width, finish) == [[True]] * width
     join = env.jobs.get(created.jobs["join"])
     assert join.state == "available"
     assert env.jobs.counts() == {"default": {"completed": width, "available": 1}}
@@ -335,9 +324,9 @@ def test_one_batch_of_finishes_settles_each_dependent_as_of_its_own_dependencies
     at["x"] = now + timedelta(seconds=5)
     written = env.store.finish(
         [
-            Finish(run=claimed["a"].run, state="completed", at=at["a"], workflow=True),
-            Finish(run=claimed["b"].run, state="completed", at=at["b"], workflow=True),
-            Finish(run=claimed["x"].run, state="dead", at=at["x"], workflow=True),
+            Finish(run=claimed["a"].run, state="completed", at=at["a"]),
+            Finish(run=claimed["b"].run, state="completed", at=at["b"]),
+            Finish(run=claimed["x"].run, state="dead", at=at["x"]),
         ]
     )
     assert written == [True, True, True]
@@ -422,8 +411,7 @@ def test_a_workflow_over_a_thousand_steps_is_written_in_several_calls(env):
 
 
 def test_a_rolled_back_transaction_leaves_no_step(env):
-    if not env.sql:
-        pytest.skip("only the database stores join a transaction")
+    env.require("supports_transactions")
     with pytest.raises(RuntimeError), transaction.atomic(using=env.alias):
         env.jobs.enqueue_workflow(diamond())
         raise RuntimeError("rollback")
@@ -432,8 +420,8 @@ def test_a_rolled_back_transaction_leaves_no_step(env):
 
 @pytest.mark.django_db(databases=["default"], transaction=True)
 def test_on_commit_writes_at_commit_or_never(env):
-    if env.name == "postgres":
-        pytest.skip("the default database is not the PostgreSQL store's")
+    if env.alias not in (None, "default"):
+        pytest.skip("the store's database is not the default one, where on_commit waits")
     with transaction.atomic():
         created = env.jobs.enqueue_workflow(diamond(), on_commit=True)
     assert env.jobs.workflow(created.id).state == "running"

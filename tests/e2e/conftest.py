@@ -18,6 +18,7 @@ changes that print nothing, such as a lock held in the database.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -37,6 +38,7 @@ import pytest
 from django.conf import settings as django_settings
 
 from tests.conftest import _flush_redis, require
+from tests.support.waiting import wait_until as support_wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = os.environ.get("ANOLE_TEST_RUN_ID", uuid.uuid4().hex[:10])
@@ -73,22 +75,14 @@ class Output:
 OUTPUT = Output()
 
 
-def wait_until(
-    check: Callable[[], Any], what: str, timeout: float, recheck: float = RECHECK
-) -> Any:
-    """Call `check` until it returns something truthy (returned), re-checking whenever a
-    process prints a line (at most `recheck` s apart); fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        seen = OUTPUT.seen()
-        last = check()
-        if last:
-            return last
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
-        OUTPUT.wait_after(seen, min(left, recheck))
+def _output_after_now() -> Callable[[float], None]:
+    """A wait that ends when a process prints a line after this call."""
+    return functools.partial(OUTPUT.wait_after, OUTPUT.seen())
+
+
+#: `tests.support.waiting.wait_until` that re-checks whenever a process prints a line (at
+#: most `RECHECK` s apart).
+wait_until = functools.partial(support_wait_until, recheck=RECHECK, changed=_output_after_now)
 
 
 def base_env(**extra: str) -> dict[str, str]:

@@ -5,25 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from anole_jobs.stores.base import NewJob
+from anole_jobs.testing.contract import new_job
 
 
 def insert_undecodable(store: Any, now: Any) -> int:
     """An ``available`` `test.validated` job whose arguments no longer decode (a string where
     its dataclass wants an int); its id."""
     (inserted,) = store.insert(
-        [
-            NewJob(
-                kind="test.validated",
-                queue="default",
-                args={"count": "three"},
-                meta={},
-                priority=0,
-                max_attempts=5,
-                state="available",
-                scheduled_at=now,
-                created_at=now,
-            )
-        ]
+        [new_job(at=now, kind="test.validated", args={"count": "three"}, max_attempts=5)]
     )
     return int(inserted.id)

@@ -12,7 +12,7 @@ from anole_jobs.stores.database.ddl import stat_table
 def clear_stats(env: Any) -> None:
     """Empty the SQL stores' stat table: it is no model, so the test database's flush between
     tests leaves other tests' counters in it (the memory and Redis stores start empty)."""
-    if env.sql:
+    if env.alias is not None:
         store = env.store
         with connections[env.alias].cursor() as cursor:
             cursor.execute(f'DELETE FROM "{stat_table(store.prefix)}"')

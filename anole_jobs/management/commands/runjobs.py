@@ -152,8 +152,8 @@ class Command(BaseCommand):
                 raise CommandError(
                     'ANOLE_JOBS["RUN"] is "manual" (tests): runjobs starts no workers'
                 )
-            if settings.store.kind == "memory":
-                raise CommandError(MEMORY_REFUSED)
+            if not service.store.supports_other_processes:
+                raise CommandError(MEMORY_REFUSED)  # no job enqueued elsewhere would reach it
             self._check_cron(service)
             _check_memory_limit(limits)
             # Before claiming anything: a store that does not answer is a start-up failure a

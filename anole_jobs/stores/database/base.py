@@ -26,9 +26,8 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
-import threading
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -155,6 +154,7 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     """The durable store on one Django database alias; subclassed per vendor."""
 
     vendor: str = ""
+    supports_transactions = True
 
     def __init__(self, alias: str, settings: Settings) -> None:
         self.alias = alias
@@ -171,7 +171,6 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         #: The channel of finished jobs (payload: their ids), for result waiters.
         self.done_channel = done_channel(self.prefix)
         self.notify = False
-        self._local = threading.local()
 
     # -- vendor hooks ----------------------------------------------------------------------
     @abstractmethod
@@ -219,6 +218,12 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     @abstractmethod
     def finish_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
         """Apply `results` (distinct job ids) in one fenced UPDATE; return the ids written."""
+
+    @abstractmethod
+    def finish_plain_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        """`finish_rows` for the jobs of `results` that are no workflow step (their row has no
+        ``workflow_id``); the steps' results are left unwritten, for `finish` to write with
+        their dependents in one transaction. Costs a plain batch no more round trips."""
 
     @abstractmethod
     def heartbeat_rows(
@@ -383,29 +388,52 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         return {RunRef(*row) for row in rows} & set(runs)
 
     def finish(self, results: Sequence[Finish]) -> list[bool]:
-        if any(result.workflow for result in results):
-            return self._finish_with_steps(results)
-        written: list[bool] = []
+        # Most jobs are no workflow step: their finishes are written as one statement each
+        # chunk, in autocommit. The statement leaves a step's result unwritten; only a batch
+        # that held one pays for a transaction, which settles the step's dependents with it.
+        written = [False] * len(results)
+        unwritten: list[int] = []
         with self.writing(), self.cursor() as cursor:
-            for chunk in _distinct_chunks(results):
-                ids = self.finish_rows(cursor, chunk)
-                written.extend(result.run.id in ids for result in chunk)
+            for chunk in _distinct_chunks(results, range(len(results))):
+                ids = self.finish_plain_rows(cursor, [results[i] for i in chunk])
+                for i in chunk:
+                    written[i] = results[i].run.id in ids
+                unwritten += (i for i in chunk if not written[i])
+            steps = self._steps(cursor, {results[i].run.id for i in unwritten})
+        if steps:
+            self._finish_steps(
+                results, [i for i in unwritten if results[i].run.id in steps], written
+            )
         if self.waits_for_finished():
             self.finished_at_commit(ended_ids(results, written))
         return written
 
-    def _finish_with_steps(self, results: Sequence[Finish]) -> list[bool]:
-        """`finish` of a batch with workflow steps in it: one transaction that also settles
-        the dependents of the steps it ended (stores/database/workflows.py)."""
-        written: list[bool] = []
+    def _steps(self, cursor: CursorWrapper, job_ids: Collection[int]) -> set[int]:
+        """Those of `job_ids` that are workflow steps (a stale run's job is read too: rare)."""
+        if not job_ids:
+            return set()
+        cursor.execute(
+            f"SELECT id FROM {self.job_table} WHERE workflow_id IS NOT NULL"
+            f" AND id IN ({', '.join(['%s'] * len(job_ids))})",
+            list(job_ids),
+        )
+        return {row_id for (row_id,) in cursor.fetchall()}
+
+    def _finish_steps(
+        self, results: Sequence[Finish], steps: list[int], written: list[bool]
+    ) -> None:
+        """Write the results `steps` (indexes of workflow steps' results) in one transaction
+        that also settles the dependents of the steps they ended (stores/database/workflows.py);
+        `written` gets what was written."""
         with self.write_lock(), self.cursor() as cursor:
-            for chunk in _distinct_chunks(results):
-                ids = self.finish_rows(cursor, chunk)
-                written.extend(result.run.id in ids for result in chunk)
+            for chunk in _distinct_chunks(results, steps):
+                ids = self.finish_rows(cursor, [results[i] for i in chunk])
+                for i in chunk:
+                    written[i] = results[i].run.id in ids
             ended_at = {
-                result.run.id: result.at
-                for result, ok in zip(results, written, strict=True)
-                if ok and result.workflow and result.state in FINAL_STATES
+                results[i].run.id: results[i].at
+                for i in steps
+                if written[i] and results[i].state in FINAL_STATES
             }
             settled = Settled()
             if ended_at:
@@ -414,9 +442,6 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
                     self, cursor, list(ended_at), max(ended_at.values()), ended_at=ended_at
                 )
             workflows.announce(self, settled)
-        if self.waits_for_finished():
-            self.finished_at_commit(ended_ids(results, written))
-        return written
 
     #: How a JSON parameter is written in SQL (PostgreSQL casts the text to jsonb).
     json_parameter = "%s"
@@ -951,17 +976,19 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         """Fold the statistics' delta rows (PostgreSQL): nothing to do on SQLite."""
 
 
-def _distinct_chunks(results: Sequence[Finish]) -> Iterator[list[Finish]]:
-    """Split `results` into runs of distinct job ids, in order: one UPDATE cannot apply two
-    writes to one row, and the second must see the first (it then fails its fence)."""
-    chunk: list[Finish] = []
+def _distinct_chunks(results: Sequence[Finish], indexes: Iterable[int]) -> Iterator[list[int]]:
+    """Split `indexes` (of `results`) into runs of distinct job ids, in order: one UPDATE
+    cannot apply two writes to one row, and the second must see the first (it then fails its
+    fence)."""
+    chunk: list[int] = []
     ids: set[int] = set()
-    for result in results:
-        if result.run.id in ids:
+    for index in indexes:
+        job_id = results[index].run.id
+        if job_id in ids:
             yield chunk
             chunk, ids = [], set()
-        chunk.append(result)
-        ids.add(result.run.id)
+        chunk.append(index)
+        ids.add(job_id)
     if chunk:
         yield chunk
 

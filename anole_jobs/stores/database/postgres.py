@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
@@ -71,10 +71,12 @@ class PostgresStore(SQLStore):
     vendor = "postgresql"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     json_parameter = "%s::jsonb"
+    leadership_lapses = False  # an advisory lock, held by a session
 
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)
         self.notify = settings.notify
+        self.supports_cross_process_wakeups = self.notify  # LISTEN/NOTIFY, unless turned off
         self.leadership = AdvisoryLeadership(alias, self.prefix)
         self._listener: Listener | None = None
         self._done_listener: Listener | None = None
@@ -82,18 +84,17 @@ class PostgresStore(SQLStore):
         # Without NOTIFY, result waiters in other processes learn of a finish by polling.
         self.finished_poll = 1.0 if self.notify else 0.25
 
-    # -- claims: no wait for the WAL flush on a claim-only connection ----------------------
-    def relax_claim_durability(self) -> None:
-        self._local.relaxed_claims = True
-
-    def _relax_if_asked(self, cursor: CursorWrapper) -> None:
-        # Per raw connection: Django may reconnect the thread's connection after an error.
-        if not getattr(self._local, "relaxed_claims", False):
-            return
-        raw = connections[self.alias].connection
-        if getattr(self._local, "relaxed_on", None) is not raw:
-            cursor.execute("SET synchronous_commit TO off")
-            self._local.relaxed_on = raw
+    # -- claims: no wait for the WAL flush ------------------------------------------------
+    def relaxed_claim(self) -> str:
+        """A condition for a claim statement's WHERE clause that lets the claim's commit skip
+        the wait for the WAL flush (see `Store.claim`): ``set_config(..., true)`` lasts for
+        the statement's own transaction only, and is evaluated once a row is claimed (no row:
+        nothing to commit). Never inside the caller's transaction, whose writes it would
+        relax too."""
+        connection = self.connection
+        if connection.in_atomic_block or not connection.get_autocommit():
+            return ""
+        return " WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL"
 
     # -- leadership: an advisory lock on a dedicated session ------------------------------
     def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
@@ -267,11 +268,11 @@ class PostgresStore(SQLStore):
         lease_until: datetime,
         worker: str,
     ) -> list[tuple[Any, ...]]:
-        self._relax_if_asked(cursor)
         # The claim function (migration 0009): it writes the claim's statistics row
         # itself, in the same statement.
         cursor.execute(
-            f'SELECT * FROM "{claim_function_name(self.prefix)}"(%s, %s, %s, %s, %s, %s)',
+            f'SELECT * FROM "{claim_function_name(self.prefix)}"(%s, %s, %s, %s, %s, %s)'
+            + self.relaxed_claim(),
             [queue, list(kinds) if kinds is not None else None, limit, now, lease_until, worker],
         )
         return cursor.fetchall()
@@ -301,6 +302,22 @@ class PostgresStore(SQLStore):
         )
 
     def finish_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        return self._finish(cursor, results, "%s::jsonb")
+
+    def finish_plain_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        # The finish function writes every row of its batch: the batch it gets leaves out the
+        # workflow steps' (one primary-key read per row, in the same statement). A scalar
+        # subquery, not NOT EXISTS: the planner may turn an anti-join into a scan of the table.
+        return self._finish(
+            cursor,
+            results,
+            "(SELECT COALESCE(jsonb_agg(e.r), '[]'::jsonb)"
+            " FROM jsonb_array_elements(%s::jsonb) AS e(r)"
+            f" WHERE (SELECT s.workflow_id FROM {self.job_table} AS s"
+            " WHERE s.id = (e.r->>0)::bigint) IS NULL)",
+        )
+
+    def _finish(self, cursor: CursorWrapper, results: Sequence[Finish], batch_sql: str) -> set[int]:
         # One json parameter for the batch, as in insert_rows: one array per column made
         # psycopg dump every element in Python, the completer's largest cost per job. The
         # error goes in as a JSON value (JSON null when there is none).
@@ -325,7 +342,7 @@ class PostgresStore(SQLStore):
         # runs it ended, and, with NOTIFY on, sends the ids of the jobs it ended as ONE
         # notification (delivered at commit) for result waiters in other processes.
         cursor.execute(
-            f'SELECT id FROM "{finish_function_name(self.prefix)}"(%s::jsonb, %s)',
+            f'SELECT id FROM "{finish_function_name(self.prefix)}"({batch_sql}, %s)',
             [batch, self.done_channel if self.notify else None],
         )
         return {row_id for (row_id,) in cursor.fetchall()}
@@ -444,10 +461,9 @@ class PostgresStore(SQLStore):
         # (migration 0010) takes the queue's row lock, which the commit releases.
         rate = limits.rate_limit
         with self.cursor() as cursor:
-            self._relax_if_asked(cursor)
             cursor.execute(
                 f'SELECT * FROM "{claim_limited_function_name(self.prefix)}"'
-                "(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s)" + self.relaxed_claim(),
                 [
                     queue,
                     list(kinds) if kinds is not None else None,
@@ -488,7 +504,6 @@ class PostgresStore(SQLStore):
         if kinds is not None:
             kind_filter = " AND kind = ANY(%s::text[])"
             kind_params = [list(kinds)]
-        self._relax_if_asked(cursor)
         cursor.execute(
             f"WITH r AS (SELECT COUNT(*) AS n FROM {self.job_table}"
             " WHERE queue = %s AND state = 'running'),"

@@ -213,6 +213,12 @@ class SqliteStore(SQLStore):
             return cursor.fetchall()
 
     def finish_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        return self._finish(cursor, results, "")
+
+    def finish_plain_rows(self, cursor: CursorWrapper, results: Sequence[Finish]) -> set[int]:
+        return self._finish(cursor, results, " AND workflow_id IS NULL")
+
+    def _finish(self, cursor: CursorWrapper, results: Sequence[Finish], only: str) -> set[int]:
         batch = encode_json(
             [
                 [
@@ -247,7 +253,7 @@ class SqliteStore(SQLStore):
             " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
             # `+state`: keep SQLite on the primary key per batch row; through the state index
             # it would scan every running job and rescan the batch for each (quadratic).
-            " AND +state = 'running' RETURNING id",
+            f" AND +state = 'running'{only} RETURNING id",
             [batch],
         )
         return {row_id for (row_id,) in cursor.fetchall()}

@@ -82,7 +82,7 @@ class RedisClusterStore(RedisStore):
     """`RedisStore` on a Redis Cluster (see the module docstring)."""
 
     cluster = True
-    id_stride = SLOTS  # a job id is its sequence number times SLOTS plus its slot
+    unique_across_queues = False  # a unique key holds within its queue's hash slot
 
     def __init__(self, client: Any, *, key_prefix: str, alias: str | None = None) -> None:
         problem = check_prefix(key_prefix)
@@ -96,6 +96,11 @@ class RedisClusterStore(RedisStore):
         base = self.base_keys
         self.channel = base.channel(self.db)
         self.done_channel = base.done_channel(self.db)
+
+    def lowest_id_below(self, below: int, jobs: int) -> int:
+        # A job id is its sequence number times SLOTS plus its slot: `jobs` enqueues span
+        # `jobs` sequence numbers, SLOTS ids each.
+        return max(1, below - jobs * SLOTS)
 
     # -- routing ------------------------------------------------------------------------------
     @property

@@ -303,7 +303,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
     name = "redis"
-    atomic_alias = None
+    supports_cross_process_wakeups = True  # PUBLISH
 
     def __init__(self, client: Any, *, key_prefix: str, alias: str | None = None) -> None:
         self.client = client

@@ -7,26 +7,24 @@ longer than the worker needs for the backlog."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs import jobs
 from tests.sampleapp.e2e_jobs import Noop
+from tests.support.waiting import wait_until
 
 BATCH = 1000
 TIMEOUT = 120.0
 
 
 def wait_for(what: str, check: Any) -> Any:
-    give_up = time.monotonic() + TIMEOUT
-    while time.monotonic() < give_up:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.005)  # polling the store from outside, as a user would
-    raise CommandError(f"timed out after {TIMEOUT} s waiting for {what}")
+    # Polling the store from outside, as a user would.
+    try:
+        return wait_until(check, what, TIMEOUT, recheck=0.005)
+    except AssertionError as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Command(BaseCommand):

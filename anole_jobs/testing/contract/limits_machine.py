@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -20,11 +22,10 @@ from hypothesis.stateful import (
     initialize,
     invariant,
     rule,
-    run_state_machine_as_test,
 )
 
 from anole_jobs.limits import Limits, RateLimit
-from anole_jobs.stores.base import Finish, NewJob
+from anole_jobs.stores.base import Finish, NewJob, RunRef, Store
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 LEASE = timedelta(hours=1)
@@ -55,21 +56,23 @@ limits_strategy = st.builds(
 ).filter(lambda limits: limits.active)
 
 
-def machine_for(store):
+def machine_for(store: Store) -> type[RuleBasedStateMachine]:
+    """A machine of concurrent limited claims on `store` (a queue of its own per example)."""
+
     class LimitsMachine(RuleBasedStateMachine):
         @initialize(limits=limits_strategy)
-        def setup(self, limits):
+        def setup(self, limits: Limits) -> None:
             self.limits = limits
             self.queue = f"lim-{uuid.uuid4().hex[:10]}"
             self.now = START
-            self.running = {}  # RunRef -> partition
-            self.claims = defaultdict(list)  # partition -> claim times
+            self.running: dict[RunRef, str] = {}  # run -> partition
+            self.claims: defaultdict[str, list[float]] = defaultdict(list)  # partition -> times
 
-        def part(self, args):
+        def part(self, args: Mapping[str, Any]) -> str:
             return self.limits.key(args) if self.limits.partition else ""
 
         @rule(count=st.integers(1, 4), part=st.sampled_from(PARTS))
-        def enqueue(self, count, part):
+        def enqueue(self, count: int, part: str) -> None:
             store.insert(
                 [
                     NewJob(
@@ -88,7 +91,7 @@ def machine_for(store):
             )
 
         @rule(limit=st.integers(1, 5), lag=st.floats(0, 0.99))
-        def claim(self, limit, lag):
+        def claim(self, limit: int, lag: float) -> None:
             # A claimer that read its clock a moment ago (less than the rate's period).
             period = self.limits.rate_limit.seconds if self.limits.rate_limit else 1.0
             now = self.now - timedelta(seconds=round(lag * period, 6))
@@ -109,7 +112,7 @@ def machine_for(store):
                 assert result.held
 
         @rule(data=st.data(), give_back=st.booleans())
-        def finish(self, data, give_back):
+        def finish(self, data: Any, give_back: bool) -> None:
             if not self.running:
                 return
             run = data.draw(st.sampled_from(sorted(self.running, key=lambda r: r.id)))
@@ -127,11 +130,11 @@ def machine_for(store):
             del self.running[run]
 
         @rule(quarters=st.integers(0, 12))
-        def advance(self, quarters):
+        def advance(self, quarters: int) -> None:
             self.now += timedelta(seconds=quarters / 4)
 
         @invariant()
-        def concurrency_holds(self):
+        def concurrency_holds(self) -> None:
             if not hasattr(self, "limits") or self.limits.global_concurrency is None:
                 return
             for part in set(self.running.values()):
@@ -139,7 +142,7 @@ def machine_for(store):
                 assert at_once <= self.limits.global_concurrency
 
         @invariant()
-        def rate_holds(self):
+        def rate_holds(self) -> None:
             if not hasattr(self, "limits") or self.limits.rate_limit is None:
                 return
             rate = self.limits.rate_limit
@@ -150,7 +153,3 @@ def machine_for(store):
                     assert inside <= rate.count, (times, rate)
 
     return LimitsMachine
-
-
-def test_no_interleaving_of_claims_exceeds_a_limit(env):
-    run_state_machine_as_test(machine_for(env.store), settings=BOUNDS)

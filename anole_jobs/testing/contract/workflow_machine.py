@@ -1,5 +1,5 @@
-"""A Hypothesis state machine over workflows, on every store: random graphs of steps, run by
-several workers that claim and finish them with random outcomes (completed, retried, dead),
+"""A Hypothesis state machine over workflows, on the store under test: random graphs of steps,
+run by several workers that claim and finish them with random outcomes (completed, retried, dead),
 while time moves, leases lapse, and steps and workflows are cancelled or retried by hand.
 
 After every step it checks the store against what the rules allow:
@@ -28,13 +28,12 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from anole_jobs.core import FINAL_STATES, ErrorEntry, ListFilter
 from anole_jobs.stores.base import Finish, NewJob, NewStep, NewWorkflow
+from anole_jobs.testing.contract.jobs_machine import recount
 from anole_jobs.workflows import workflow_record
-from tests.contract.test_state_machine import recount
 
 LEASE = timedelta(seconds=30)
 WORKERS = ("w1", "w2", "w3")
@@ -167,7 +166,6 @@ def make_machine(store: Any, start: Any, queue: str) -> type[RuleBasedStateMachi
                         else None,
                         error=error,
                         result='"r"' if state == "completed" else None,
-                        workflow=True,
                     )
                 )
             self.store.finish(results)
@@ -249,14 +247,3 @@ def make_machine(store: Any, start: Any, queue: str) -> type[RuleBasedStateMachi
             assert self.store.counts() == recount(self.store)
 
     return WorkflowMachine
-
-
-def test_workflows_keep_their_rules_under_random_runs(env: Any) -> None:
-    queue = f"wf-{uuid.uuid4().hex[:6]}"
-    machine = make_machine(env.store, env.clock(), queue)
-    # PostgreSQL answers each of the many reads over the network: fewer runs keep it in seconds.
-    bounds = {
-        "postgres": settings(BOUNDS, max_examples=10),
-        "memory": settings(BOUNDS, max_examples=60),
-    }.get(env.name, BOUNDS)
-    run_state_machine_as_test(machine, settings=bounds)

@@ -5,8 +5,8 @@ cancel, retry, delete, prune — to the store under test and to a fresh `MemoryS
 moved only by the machine (a fake `now`), and asserts both answer the same; after every step
 the jobs themselves must match, and every store's `counts()` must equal a recount of its
 jobs. Ids differ between stores (a shared sequence), so the machine maps the model's ids to
-the store's. It runs on every store (`env`), bounded to stay well
-under a minute per store.
+the store's. `StoreContract` runs it on the store under test, bounded to stay well under a
+minute per store.
 """
 
 from __future__ import annotations
@@ -16,14 +16,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    Bundle,
-    RuleBasedStateMachine,
-    consumes,
-    invariant,
-    rule,
-    run_state_machine_as_test,
-)
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
 from anole_jobs.core import AFTER_RUN_STATES, LIST_LIMIT_MAX, ErrorEntry, ListFilter
 from anole_jobs.stores.base import Finish, NewJob, RunRef
@@ -74,11 +67,11 @@ def recount(store: Any) -> dict[str, dict[str, int]]:
         after = page[-1].id
 
 
-def make_machine(
-    store: Any, start: Any, *, unique_per_queue: bool = False
-) -> type[RuleBasedStateMachine]:
-    """`unique_per_queue`: unique keys are never shared by two queues (on a Redis Cluster a
-    unique key holds within the hash slot of its queue only, as docs/deployment.md says)."""
+def make_machine(store: Any, start: Any) -> type[RuleBasedStateMachine]:
+    """A machine comparing `store` with the memory store from `start` on. On a store whose
+    unique keys do not hold across queues (`unique_across_queues`), the keys it draws are
+    never shared by two queues."""
+    unique_per_queue = not store.unique_across_queues
 
     class StoreMachine(RuleBasedStateMachine):
         jobs = Bundle("jobs")
@@ -199,8 +192,8 @@ def make_machine(
                 stale = RunRef(store_run.id, store_run.attempt, store_run.token - 1)
                 older = RunRef(model_run.id, model_run.attempt, model_run.token - 1)
                 finish = dict(state="completed", at=self.now)
-                assert self.store.finish([Finish(run=stale, **finish)]) == [False]  # type: ignore[arg-type]
-                assert self.model.finish([Finish(run=older, **finish)]) == [False]  # type: ignore[arg-type]
+                assert self.store.finish([Finish(run=stale, **finish)]) == [False]
+                assert self.model.finish([Finish(run=older, **finish)]) == [False]
 
         @rule(seconds=st.sampled_from([1, 10, 31, 120]))
         def advance(self, seconds: int) -> None:
@@ -248,8 +241,3 @@ def make_machine(
             assert self.store.counts() == recount(self.store) == expected
 
     return StoreMachine
-
-
-def test_the_store_behaves_like_the_memory_store(env: Any) -> None:
-    machine = make_machine(env.store, env.clock(), unique_per_queue=env.name == "redis_cluster")
-    run_state_machine_as_test(machine, settings=BOUNDS)
