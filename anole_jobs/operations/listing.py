@@ -275,7 +275,7 @@ def search_page(listing: Listing, *, budget: int | None = None) -> Page:
     """One page of a search: windows of ids below `listing.after`, newest first, until the
     page is full or `budget` ids were looked at."""
     # Windows count jobs; a store whose ids are sparse (`id_stride`) widens them in ids.
-    stride = jobs.service.store.id_stride
+    stride = jobs.id_stride
     budget = (SEARCH_BUDGET if budget is None else budget) * stride
     newest = newest_id()
     top = listing.after if listing.after is not None else (newest or 0) + 1

@@ -29,6 +29,7 @@ from typing import Any
 from django.apps import apps
 
 from anole_jobs.api import jobs
+from anole_jobs.core import TASK_KIND
 from anole_jobs.errors import Canceled, InvalidJob
 from anole_jobs.job import Job
 from anole_jobs.kinds import kind, set_job_options
@@ -43,8 +44,6 @@ from anole_jobs.tasks.results import (
 )
 
 logger = logging.getLogger("anole_jobs.tasks")
-
-TASK_KIND = "django.tasks"
 
 
 class TaskArgumentsNotJSON(InvalidJob, TypeError):  # noqa: N818 - reads as what went wrong
