@@ -67,6 +67,12 @@ class JobsFacade:
                 service = self._service
         return service
 
+    @property
+    def settings(self) -> conf.Settings:
+        """``settings.ANOLE_JOBS`` as parsed and in force (read on first use, like the
+        service)."""
+        return self.service.settings
+
     def reset(self) -> None:
         """Drop the service (settings changed); the next call builds a new one."""
         with self._lock:

@@ -830,9 +830,6 @@ def queue_name(value: object) -> str:
     return value
 
 
-#: The largest job id (a signed 64-bit integer, as the SQL stores keep it).
-
-
 def _job_id(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_JOB_ID:
         raise InvalidJob(f"a job id is a positive int below 2**63, got {value!r}")

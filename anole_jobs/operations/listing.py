@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from anole_jobs.api import jobs
-from anole_jobs.core import LIST_LIMIT_MAX, STATES, JobRecord
-from anole_jobs.operations.ids import MAX_ID, job_id_or_none
+from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID, STATES, JobRecord
+from anole_jobs.operations.ids import job_id_or_none
 from anole_jobs.operations.problems import BadInput
 
 #: The search terms a listing takes (see "search" at the end of this module).
@@ -100,7 +100,7 @@ def parse_after(text: str) -> int:
     if value is None:
         raise BadInput(
             "after",
-            f"after must be a job id (a whole number from 1 to {MAX_ID}), got {text!r}",
+            f"after must be a job id (a whole number from 1 to {MAX_JOB_ID}), got {text!r}",
             code=_CODE,
         )
     return value
