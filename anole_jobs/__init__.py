@@ -1,7 +1,8 @@
 """anole_jobs: a durable, at-least-once job queue for Django.
 
 Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled, JobFailed,
-JobNotFinished, JobRecord, ResultTooLarge, Workflow, WorkflowEnqueued, WorkflowRecord``.
+JobNotFinished, JobNotFound, JobRecord, ResultTooLarge, Workflow, WorkflowEnqueued,
+WorkflowRecord``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ __all__ = [
     "Job",
     "JobFailed",
     "JobNotFinished",
+    "JobNotFound",
     "JobRecord",
     "ResultTooLarge",
     "Unique",
@@ -30,7 +32,14 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from anole_jobs.api import jobs
     from anole_jobs.core import JobRecord
-    from anole_jobs.errors import Canceled, InvalidJob, JobFailed, JobNotFinished, ResultTooLarge
+    from anole_jobs.errors import (
+        Canceled,
+        InvalidJob,
+        JobFailed,
+        JobNotFinished,
+        JobNotFound,
+        ResultTooLarge,
+    )
     from anole_jobs.job import Job
     from anole_jobs.kinds import kind
     from anole_jobs.records import Enqueued
@@ -48,6 +57,7 @@ _LAZY = {
     "Canceled": "anole_jobs.errors",
     "JobFailed": "anole_jobs.errors",
     "JobNotFinished": "anole_jobs.errors",
+    "JobNotFound": "anole_jobs.errors",
     "JobRecord": "anole_jobs.core",
     "ResultTooLarge": "anole_jobs.errors",
     "sql": "anole_jobs.stores.database.frozen",

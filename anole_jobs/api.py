@@ -12,6 +12,7 @@ import builtins
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
+from datetime import datetime
 from typing import Any, TypeVar, Unpack
 
 from asgiref.sync import sync_to_async
@@ -34,6 +35,7 @@ from anole_jobs.service import (
     with_enqueue_options,
 )
 from anole_jobs.stores import open_store
+from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.workers import WorkerRecord
 from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
 
@@ -64,6 +66,12 @@ class JobsFacade:
                     self._unobserve = metrics.observe(self._service.bus, settings)
                 service = self._service
         return service
+
+    @property
+    def settings(self) -> conf.Settings:
+        """``settings.ANOLE_JOBS`` as parsed and in force (read on first use, like the
+        service)."""
+        return self.service.settings
 
     def reset(self) -> None:
         """Drop the service (settings changed); the next call builds a new one."""
@@ -151,10 +159,10 @@ class JobsFacade:
 
     def result(self, job_id: int, *, timeout: Duration | None = None) -> Any:
         """The result of a completed job: its handler's return value (None if it returned
-        None). Raises `JobFailed` for a dead or cancelled job, `LookupError` for an unknown
-        one, and `JobNotFinished` (a `TimeoutError`) for one not finished: at once without
-        `timeout`, else after waiting up to `timeout` (seconds or a timedelta) for it to
-        finish, woken by the store's wake-ups. See docs/results.md."""
+        None). Raises `JobFailed` for a dead or cancelled job, `JobNotFound` (a `LookupError`)
+        for an unknown one, and `JobNotFinished` (a `TimeoutError`) for one not finished: at
+        once without `timeout`, else after waiting up to `timeout` (seconds or a timedelta)
+        for it to finish, woken by the store's wake-ups. See docs/results.md."""
         return self.service.result(job_id, timeout=timeout)
 
     async def aresult(self, job_id: int, *, timeout: Duration | None = None) -> Any:
@@ -164,7 +172,9 @@ class JobsFacade:
             self.service, job_id, timeout
         )
 
-    def retry(self, job_id: int) -> JobRecord | None:
+    def retry(self, job_id: int) -> JobRecord:
+        """Make the job `available` now (one more attempt if it had none left); the job as it
+        now is. Raises `JobNotFound` (a `LookupError`) when no job has this id."""
         return self.service.retry(job_id)
 
     def act(self, action: str, ids: Collection[int], *, state: str | None = None) -> int:
@@ -173,10 +183,13 @@ class JobsFacade:
         matching a filter loop over this (`anole_jobs.operations.bulk`)."""
         return self.service.act(action, ids, state=state)
 
-    def cancel(self, job_id: int) -> JobRecord | None:
+    def cancel(self, job_id: int) -> JobRecord:
+        """Cancel a waiting or running job (a finished one is left as it is); the job as it
+        now is. Raises `JobNotFound` (a `LookupError`) when no job has this id."""
         return self.service.cancel(job_id)
 
     def delete(self, job_id: int) -> bool:
+        """Delete the job whatever its state; False when there was no such job."""
         return self.service.delete(job_id)
 
     # -- workflows (docs/workflows.md) --------------------------------------------------------
@@ -237,6 +250,31 @@ class JobsFacade:
     def queues(self) -> builtins.list[QueueRecord]:
         """One record (`name, paused, counts`) per queue known from QUEUES, jobs or a pause."""
         return self.service.queues()
+
+    def stats(
+        self,
+        queues: Collection[str] | None = None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> StatsByQueue:
+        """Runs started, completed, retried and dead, and the completed runs' times, per queue
+        (every queue with counters when `queues` is None) and per minute or hour
+        (`resolution`) from `since` to `until`: ``{queue: [StatsPoint]}`` in time order,
+        periods with nothing counted left out. Read from counters the store keeps as jobs
+        move, never from the jobs themselves (docs/dashboard.md#statistics says what counts)."""
+        return self.service.stats(queues, since=since, until=until, resolution=resolution)
+
+    def now(self) -> datetime:
+        """The time now by the configured ``CLOCK`` (a `FakeClock` in tests): what the
+        surfaces show as "now", so that moving a fake clock moves them too."""
+        return self.service.clock()
+
+    def lowest_id_below(self, below: int, count: int) -> int:
+        """The lowest id that the `count` jobs enqueued one after another just before job
+        `below` can have (at least 1): how far a search's window of that many jobs reaches."""
+        return self.service.store.lowest_id_below(below, count)
 
     def workers(self) -> builtins.list[WorkerRecord]:
         """One record per worker process alive now (a `runjobs` process, or each process of a

@@ -21,6 +21,7 @@ from django.core.signals import setting_changed
 from django.utils.module_loading import import_string
 
 from anole_jobs.clock import Clock, checked, system_clock
+from anole_jobs.core import FINAL_STATES
 from anole_jobs.durations import to_timedelta
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.limits import LIMIT_KEYS, Limits, parse_concurrency, parse_partition, parse_rate
@@ -49,7 +50,8 @@ KNOWN_KEYS = (
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout", *LIMIT_KEYS)
 METRICS_REGISTRIES = ("default", "private")
-PRUNE_STATES = ("completed", "dead", "cancelled")
+#: The states `PRUNE` may name: a job is pruned only once it has finished.
+PRUNE_STATES = FINAL_STATES
 DEFAULT_PRUNE = {
     "completed": timedelta(hours=24),
     "dead": timedelta(days=30),
@@ -115,7 +117,7 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class Problem:
+class SettingProblem:
     """One configuration finding; `id` is the system check id (anole_jobs.E0xx)."""
 
     id: str
@@ -138,10 +140,10 @@ class _Parser:
 
     def __init__(self, raw: object) -> None:
         self.raw = raw
-        self.problems: list[Problem] = []
+        self.problems: list[SettingProblem] = []
 
     def error(self, id: str, message: str, hint: str | None = None) -> None:
-        self.problems.append(Problem(f"anole_jobs.{id}", message, hint))
+        self.problems.append(SettingProblem(f"anole_jobs.{id}", message, hint))
 
     def duration(self, value: object, name: str, default: timedelta) -> timedelta:
         if value is None:
@@ -424,7 +426,7 @@ class _Parser:
         return True, sample_all
 
 
-def problems(raw: object | None = None) -> list[Problem]:
+def problems(raw: object | None = None) -> list[SettingProblem]:
     """Every configuration problem in `raw` (default: the current settings); never raises."""
     parser = _Parser(raw_settings() if raw is None else raw)
     parser.parse()

@@ -27,10 +27,17 @@ STATES: tuple[State, ...] = (
 #: States in which a job is waiting or running: a "live" unique key holds only in these.
 #: ``pending``: a workflow step waiting for its dependencies (see "Workflows" below).
 LIVE_STATES: tuple[State, ...] = ("pending", "scheduled", "available", "running", "retrying")
+#: The live states but ``running``: jobs not yet taken by a worker (a queue's depth).
+WAITING_STATES: tuple[State, ...] = ("pending", "scheduled", "available", "retrying")
 FINAL_STATES: tuple[State, ...] = ("completed", "dead", "cancelled")
 #: States `finish` may write after a run.
 AFTER_RUN_STATES: tuple[State, ...] = ("completed", "retrying", "dead", "scheduled", "available")
 UniqueScope = Literal["live", "any"]
+
+#: The kind of a ``django.tasks`` job (one call of a Django ``@task`` function; see
+#: `anole_jobs.tasks`). Here so that naming such a job imports neither Django's tasks
+#: framework nor the backend.
+TASK_KIND = "django.tasks"
 
 #: The most jobs one `list` call returns.
 LIST_LIMIT_MAX = 1000

@@ -24,6 +24,7 @@ __all__ = [
     "InvalidJob",
     "JobFailed",
     "JobNotFinished",
+    "JobNotFound",
     "ResultTooLarge",
     "RetryIn",
     "Snooze",
@@ -81,6 +82,17 @@ class JobFailed(AnoleJobsError):
         why = f": {last.get('type')}: {last.get('message')}" if last else ""
         super().__init__(f"job {record.id} ({record.kind}) ended {record.state}{why}")
         self.record = record
+
+
+class JobNotFound(AnoleJobsError, LookupError):
+    """No job has this id: it was never enqueued, or was deleted or pruned since. Raised by
+    the calls that act on one job and answer it (`jobs.retry`, `jobs.cancel`, `jobs.result`);
+    the admin surfaces answer it as not found (404, exit status 1). `jobs.get` answers None
+    instead, and `jobs.delete` False: for them "no such job" is an answer, not an error."""
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(f"no job with id {job_id} (never enqueued, deleted or pruned)")
+        self.job_id = job_id
 
 
 class JobNotFinished(AnoleJobsError, TimeoutError):

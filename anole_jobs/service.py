@@ -34,7 +34,7 @@ from anole_jobs.core import (
     State,
 )
 from anole_jobs.durations import Duration, to_timedelta
-from anole_jobs.errors import InvalidJob, JobFailed, JobNotFinished
+from anole_jobs.errors import InvalidJob, JobFailed, JobNotFinished, JobNotFound
 from anole_jobs.kinds import (
     KIND_ATTRIBUTE,
     KindSpec,
@@ -49,6 +49,7 @@ from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_proble
 from anole_jobs.stores.base import NewJob, Store
 from anole_jobs.stores.instrumented import instrument
 from anole_jobs.stores.search import BULK_ACTIONS, BULK_BATCH_MAX
+from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.workers import WorkerRecord
 from anole_jobs.unique import Unique, unique_key
 
@@ -583,11 +584,20 @@ class JobService:
             subscription.close()
         return _result_of(job_id, record, waited=seconds)
 
-    def retry(self, job_id: int) -> JobRecord | None:
-        return self.store.retry(_job_id(job_id), now=self.clock())
+    def retry(self, job_id: int) -> JobRecord:
+        """Make the job available now; the job as it now is. `JobNotFound` if there is none."""
+        record = self.store.retry(_job_id(job_id), now=self.clock())
+        if record is None:
+            raise JobNotFound(job_id)
+        return record
 
-    def cancel(self, job_id: int) -> JobRecord | None:
-        return self.store.cancel(_job_id(job_id), now=self.clock())
+    def cancel(self, job_id: int) -> JobRecord:
+        """Cancel the job if it is waiting or running; the job as it now is. `JobNotFound` if
+        there is none."""
+        record = self.store.cancel(_job_id(job_id), now=self.clock())
+        if record is None:
+            raise JobNotFound(job_id)
+        return record
 
     def delete(self, job_id: int) -> bool:
         return self.store.delete(_job_id(job_id))
@@ -702,6 +712,18 @@ class JobService:
         """The worker processes alive now (their records not expired), by host and pid."""
         return self.store.workers(now=self.clock())
 
+    def stats(
+        self,
+        queues: Collection[str] | None,
+        *,
+        since: datetime,
+        until: datetime,
+        resolution: Resolution = "minute",
+    ) -> StatsByQueue:
+        """The store's run counters per queue, per minute or hour from `since` to `until`
+        (`Store.stats` says what counts where)."""
+        return self.store.stats(queues, since=since, until=until, resolution=resolution)
+
     # -- queue limits (docs/limits.md) -------------------------------------------------------
     def set_limits(
         self,
@@ -757,7 +779,7 @@ MIN_RESULT_POLL = 0.1
 def _result_of(job_id: int, record: JobRecord | None, *, waited: float | None) -> Any:
     """A job's result, or the error that says why there is none (yet)."""
     if record is None:
-        raise LookupError(f"no job with id {job_id} (never enqueued, deleted or pruned)")
+        raise JobNotFound(job_id)
     if record.state == "completed":
         return record.result
     if record.state in FINAL_STATES:
@@ -828,9 +850,6 @@ def queue_name(value: object) -> str:
             f"a queue name cannot contain NUL characters or lone surrogates, got {value!r}"
         )
     return value
-
-
-#: The largest job id (a signed 64-bit integer, as the SQL stores keep it).
 
 
 def _job_id(value: object) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from anole_jobs.core import STATES, JobRecord, WorkflowRow
+from anole_jobs.core import FINAL_STATES, STATES, JobRecord, WorkflowRow
 from anole_jobs.durations import Duration
 from anole_jobs.errors import InvalidJob
 from anole_jobs.kinds import spec_of
@@ -230,7 +230,7 @@ def workflow_state(cancelled: bool, counts: Mapping[str, int]) -> WorkflowState:
     if cancelled:
         return "cancelled"
     total = sum(counts.values())
-    ended = sum(counts.get(state, 0) for state in ("completed", "dead", "cancelled"))
+    ended = sum(counts.get(state, 0) for state in FINAL_STATES)
     if ended < total or total == 0:
         return "running"
     if counts.get("completed", 0) == total:

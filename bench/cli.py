@@ -84,7 +84,8 @@ def sizes_for(args: argparse.Namespace) -> Sizes:
 
 
 def child_main(args: argparse.Namespace) -> int:
-    from bench.context import Bench, Options
+    from bench.common import Options
+    from bench.context import Bench
     from bench.scenarios import SCENARIOS
 
     def on_term(signum: int, frame: object) -> None:

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,16 @@ QUICK = Sizes(
     repeat=1,
     store_timeout=60.0,
 )
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line asked of every child."""
+
+    poll_interval: float = 0.02
+    profile_dir: str | None = None
+    diagnose: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
 
 
 def log(message: str) -> None:

@@ -12,23 +12,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from bench import baselines
-from bench.common import PG, QUEUE, REDIS_URL, ROOT, Deadline, Sizes, log
+from bench.common import PG, QUEUE, REDIS_URL, ROOT, Deadline, Options, Sizes, log
 from bench.workers import Worker, worker_for
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the command line asked of every child."""
-
-    poll_interval: float = 0.02
-    profile_dir: str | None = None
-    diagnose: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 class Bench:
@@ -217,9 +206,11 @@ class Bench:
 
     def clean_finished(self) -> None:
         """Delete finished jobs through the store contract (safe while workers run)."""
+        from anole_jobs.core import FINAL_STATES
+
         service = self.jobs.service
         later = service.clock() + timedelta(days=1)
-        horizons = {s: timedelta(0) for s in ("completed", "dead", "cancelled")}
+        horizons = {s: timedelta(0) for s in FINAL_STATES}
         deadline = Deadline(300, "pruning finished jobs")
         while service.store.prune(now=later, horizons=horizons) > 0:
             deadline.check()

@@ -46,8 +46,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import context  # noqa: E402
-from bench.common import QUICK, REDIS_URL  # noqa: E402
-from bench.context import Bench, Options  # noqa: E402
+from bench.common import QUICK, REDIS_URL, Options  # noqa: E402
+from bench.context import Bench  # noqa: E402
 
 
 def callgrind(command: str) -> None:

@@ -14,12 +14,20 @@ import threading
 import time
 from collections import Counter, deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from bench.common import BENCH_DIR, CONCURRENCY, QUEUE, ROOT, Deadline, log
+from bench.common import BENCH_DIR, CONCURRENCY, QUEUE, ROOT, Deadline, Options, log
 
-if TYPE_CHECKING:
-    from bench.context import Bench
+
+class Bench(Protocol):
+    """What a worker uses of the bench that starts it (`bench.context.Bench`, which imports
+    this module: the dependency goes that way only)."""
+
+    store: str
+    tmp: str
+    env: dict[str, str]
+    options: Options
+    jobs: Any
 
 
 class RunjobsWorker:

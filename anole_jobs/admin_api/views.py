@@ -21,11 +21,11 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
-from anole_jobs.admin_api import bulk_views, openapi, payloads, workers
+from anole_jobs.admin_api import bulk_views, openapi, workers
 from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
 from anole_jobs.limits import KEEP
-from anole_jobs.operations import actions, workflows
+from anole_jobs.operations import actions, payloads, workflows
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import fetch_page, parse_listing

@@ -1,7 +1,7 @@
 """``GET /workers``: the worker processes alive now, what each runs, and the queues with waiting
-jobs that no worker serves. Its JSON shape (shared with ``manage.py jobs workers --json``),
-its OpenAPI schemas and its handler; `routes.ROUTES` names the handler, `openapi.SCHEMAS`
-takes the schemas."""
+jobs that no worker serves. Its OpenAPI schemas and its handler (its JSON shape is
+`operations.payloads.workers`, shared with ``manage.py jobs workers --json``); `routes.ROUTES`
+names the handler, `openapi.SCHEMAS` takes the schemas."""
 
 from __future__ import annotations
 
@@ -9,48 +9,8 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from anole_jobs.admin_api.payloads import iso
-from anole_jobs.operations.workers import Overview, WorkerStatus, overview
-
-
-def worker(status: WorkerStatus) -> dict[str, Any]:
-    record = status.record
-    return {
-        "id": record.id,
-        "host": record.host,
-        "pid": record.pid,
-        "version": record.version,
-        "queues": [{"name": q.name, "busy": q.busy, "total": q.total} for q in record.queues],
-        "busy": record.busy,
-        "slots": record.slots,
-        "started_at": iso(record.started_at),
-        "last_seen": iso(record.last_seen),
-        "expires_at": iso(record.expires_at),
-        "late": status.late,
-        "held": record.held,
-        "jobs": [
-            {
-                "id": job.id,
-                "kind": job.kind,
-                "queue": job.queue,
-                "attempt": job.attempt,
-                "started_at": iso(job.started_at),
-                "running": job.running,
-            }
-            for job in record.jobs
-        ],
-    }
-
-
-def workers(view: Overview) -> dict[str, Any]:
-    """What ``GET /workers`` answers."""
-    return {
-        "workers": [worker(status) for status in view.workers],
-        "busy": view.busy,
-        "slots": view.slots,
-        "queues_without_workers": list(view.queues_without_workers),
-        "as_of": iso(view.now),
-    }
+from anole_jobs.operations.payloads import workers
+from anole_jobs.operations.workers import overview
 
 
 def list_workers(request: HttpRequest) -> tuple[int, Any]:

@@ -17,8 +17,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from anole_jobs.dashboard.pages import dashboard_view
 from anole_jobs.dashboard.render import messages_on, render
-from anole_jobs.dashboard.views import dashboard_view
 from anole_jobs.operations import bulk
 from anole_jobs.operations.bulk import LABELS, RULES
 from anole_jobs.operations.problems import BadInput, NotFound

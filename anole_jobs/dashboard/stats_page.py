@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from anole_jobs.api import jobs
+from anole_jobs.dashboard.pages import PARTIAL, REFRESH_SECONDS, dashboard_view
 from anole_jobs.dashboard.render import render, render_partial
 from anole_jobs.dashboard.statcharts import rows, runtime_chart, runtimes, throughput_chart
-from anole_jobs.dashboard.views import PARTIAL, REFRESH_SECONDS, dashboard_view
 from anole_jobs.operations.stats import PERIODS, parse_stats, read_stats
 
 

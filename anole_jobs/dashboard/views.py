@@ -25,19 +25,24 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from anole_jobs.api import jobs
-from anole_jobs.core import STATES, JobRecord
-from anole_jobs.dashboard.access import refuse
-from anole_jobs.dashboard.render import live_script, messages_on, render, render_partial
+from anole_jobs.core import LIVE_STATES, STATES, WAITING_STATES, JobRecord
+from anole_jobs.dashboard.pages import (
+    PARTIAL,
+    REFRESH_SECONDS,
+    View,
+    dashboard_view,
+    is_partial,
+    notice_of,
+    redirect,
+)
+from anole_jobs.dashboard.render import live_script, render, render_partial
 from anole_jobs.dashboard.statcharts import throughput_chart
 from anole_jobs.operations import actions
 from anole_jobs.operations.clock import now as clock_now
@@ -48,103 +53,16 @@ from anole_jobs.operations.listing import (
     fetch_page,
     parse_listing,
 )
-from anole_jobs.operations.permissions import Access, access
-from anole_jobs.operations.problems import EXPECTED, BadInput, Problem, problem_of
+from anole_jobs.operations.problems import BadInput
 from anole_jobs.operations.stats import StatsQuery, read_stats
 from anole_jobs.records import QueueRecord
 from anole_jobs.stores.stats import StatsPoint
 
 PAGE_SIZE = 50
-#: How often a live page fetches its table again, in seconds (while its tab is visible).
-REFRESH_SECONDS = 5
-#: The query parameter of a live page's refresh: answer the table region only.
-PARTIAL = "partial"
-WAITING = ("pending", "scheduled", "available", "retrying")
-FINISHED = ("completed", "dead", "cancelled")
-NOTICES = {
-    "retried": "The job was made available again.",
-    "cancelled": "The job was cancelled.",
-    "deleted": "The job was deleted.",
-    "paused": "The queue is paused: no worker claims its jobs until it is resumed.",
-    "resumed": "The queue was resumed.",
-    "triggered": "The cron entry's job was enqueued.",
-    "unchanged": "Nothing changed: the job or queue already was as asked.",
-    "workflow_cancelled": "Every step of the workflow that had not ended was cancelled.",
-    "duplicate": "Nothing enqueued: the cron entry's unique job is already waiting.",
-    "bulk_retried": "The matching jobs were made available again.",
-    "bulk_cancelled": "The matching jobs were cancelled.",
-    "bulk_deleted": "The matching jobs were deleted.",
-}
-HEADINGS = {400: "Cannot do that", 404: "Not found", 503: "The jobs store did not answer"}
 HOW_TO_CREATE = 'tick "new queue"'
 #: An error entry's own fields; any other key is shown as the error's data.
 ERROR_FIELDS = frozenset({"at", "attempt", "type", "message", "traceback"})
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
-
-View = Callable[..., HttpResponseBase]
-
-
-def problem_page(request: HttpRequest, problem: Problem) -> HttpResponse:
-    response = render(
-        request,
-        "problem.html",
-        {
-            "title": HEADINGS.get(problem.status, "Cannot do that"),
-            "heading": HEADINGS.get(problem.status, "Cannot do that"),
-            "message": problem.message,
-            "retry_after": problem.headers.get("Retry-After"),
-        },
-        status=problem.status,
-    )
-    for name, value in problem.headers.items():
-        response[name] = value
-    return response
-
-
-def dashboard_view(view: View) -> View:
-    """Permission first, then the view, with every expected failure (an outage while the
-    permission reads the user included) shown as a page."""
-
-    @wraps(view)
-    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        try:
-            decided = access(request)
-            if decided is not Access.ALLOWED:
-                return refuse(request, decided)
-            return view(request, *args, **kwargs)
-        except EXPECTED as exc:
-            problem = problem_of(exc)
-            if problem is None:
-                raise
-            return problem_page(request, problem)
-
-    return guarded
-
-
-#: Notices that say an action changed nothing (a warning rather than a success).
-NOTHING_DONE = ("unchanged", "duplicate")
-
-
-def _redirect(
-    request: HttpRequest, name: str, *args: Any, notice: str | None = None, **query: str
-) -> HttpResponse:
-    """Post/redirect/get: to page `name`, with `notice` as a message (shown once) when the
-    messages framework runs, else in the URL."""
-    url = reverse(f"anole_jobs:dashboard:{name}", args=args)
-    if notice and messages_on(request):
-        level = messages.WARNING if notice in NOTHING_DONE else messages.SUCCESS
-        messages.add_message(request, level, NOTICES[notice])
-        notice = None
-    params = {**query, **({"notice": notice} if notice else {})}
-    return HttpResponseRedirect(f"{url}?{urlencode(params)}" if params else url)
-
-
-def _notice(request: HttpRequest) -> str | None:
-    return NOTICES.get(request.GET.get("notice", ""))
-
-
-def _partial(request: HttpRequest) -> bool:
-    return request.GET.get(PARTIAL) == "1"
 
 
 @require_GET
@@ -188,7 +106,7 @@ def queues(request: HttpRequest) -> HttpResponse:
             {
                 "name": queue.name,
                 "paused": queue.paused,
-                "depth": sum(counts.get(state, 0) for state in WAITING),
+                "depth": sum(counts.get(state, 0) for state in WAITING_STATES),
                 "running": counts.get("running", 0),
                 "counts": [(state, counts.get(state, 0)) for state in STATES],
                 "completed_last_hour": done.completed,
@@ -206,9 +124,9 @@ def queues(request: HttpRequest) -> HttpResponse:
         "throughput_chart": throughput_chart(report, report.overall),
         "now": now,
         "refresh": REFRESH_SECONDS,
-        "notice": _notice(request),
+        "notice": notice_of(request),
     }
-    if _partial(request):
+    if is_partial(request):
         return render_partial(request, "queues_live.html", context)
     return render(request, "queues.html", context)
 
@@ -219,7 +137,7 @@ def _queue_action(action: Callable[..., actions.Outcome[Any]], notice: str) -> V
     def act(request: HttpRequest, name: str) -> HttpResponse:
         create = request.POST.get("create") == "on"
         outcome = action(name, create=create, how_to_create=HOW_TO_CREATE)
-        return _redirect(request, "queues", notice=notice if outcome.changed else "unchanged")
+        return redirect(request, "queues", notice=notice if outcome.changed else "unchanged")
 
     return act
 
@@ -237,7 +155,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "title": "Jobs",
         "section": "jobs",
         "states": STATES,
-        "notice": _notice(request),
+        "notice": notice_of(request),
         "jobs": [],
         "problems": [],
         "refresh": REFRESH_SECONDS,
@@ -267,7 +185,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         searched=page.searched,
         bulk_query=urlencode(listing.filters()) if listing.filters() else None,
     )
-    if _partial(request):
+    if is_partial(request):
         return render_partial(request, "jobs_live.html", context)
     context.update(queue_names=_queue_names())
     return render(request, "jobs.html", context)
@@ -302,8 +220,8 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
             "errors": errors,
             "trace_id": trace_id,
             "span_id": span_id,
-            "can_cancel": record.state in (*WAITING, "running"),
-            "notice": _notice(request),
+            "can_cancel": record.state in LIVE_STATES,
+            "notice": notice_of(request),
             "result_json": _pretty_json(record.result),
         },
     )
@@ -321,8 +239,8 @@ def _job_action(action: Callable[[int], actions.Outcome[Any]], notice: str) -> V
         outcome = action(parse_job_id(job_id))
         done = notice if outcome.changed else "unchanged"
         if notice == "deleted":
-            return _redirect(request, "jobs", notice=done)
-        return _redirect(request, "job", outcome.record.id, notice=done)
+            return redirect(request, "jobs", notice=done)
+        return redirect(request, "job", outcome.record.id, notice=done)
 
     return act
 
@@ -343,7 +261,7 @@ def cron(request: HttpRequest) -> HttpResponse:
             "title": "Cron",
             "section": "cron",
             "entries": jobs.cron_list(),
-            "notice": _notice(request),
+            "notice": notice_of(request),
         },
     )
 
@@ -354,5 +272,5 @@ def cron_trigger(request: HttpRequest, name: str) -> HttpResponse:
     outcome = actions.trigger(name)
     notice = "triggered" if outcome.changed else "duplicate"
     if outcome.record.id is not None:
-        return _redirect(request, "job", outcome.record.id, notice=notice)
-    return _redirect(request, "cron", notice=notice)
+        return redirect(request, "job", outcome.record.id, notice=notice)
+    return redirect(request, "cron", notice=notice)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from anole_jobs.dashboard.pages import REFRESH_SECONDS, dashboard_view, is_partial, notice_of
 from anole_jobs.dashboard.render import render, render_partial
-from anole_jobs.dashboard.views import REFRESH_SECONDS, _notice, _partial, dashboard_view
 from anole_jobs.operations.workers import overview
 
 
@@ -32,8 +32,8 @@ def workers(request: HttpRequest) -> HttpResponse:
         "queues_without_workers": view.queues_without_workers,
         "now": view.now,
         "refresh": REFRESH_SECONDS,
-        "notice": _notice(request),
+        "notice": notice_of(request),
     }
-    if _partial(request):
+    if is_partial(request):
         return render_partial(request, "workers_live.html", context)
     return render(request, "workers.html", context)

@@ -11,8 +11,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
+from anole_jobs.dashboard.pages import dashboard_view, notice_of, redirect
 from anole_jobs.dashboard.render import render
-from anole_jobs.dashboard.views import _notice, _redirect, dashboard_view
 from anole_jobs.operations import workflows
 from anole_jobs.workflows import WorkflowRecord
 
@@ -89,7 +89,7 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
             "graph": layout(record) if len(steps) <= GRAPH_MAX else None,
             "graph_max": GRAPH_MAX,
             "can_cancel": record.state == "running",
-            "notice": _notice(request),
+            "notice": notice_of(request),
         },
     )
 
@@ -99,4 +99,4 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
 def workflow_cancel(request: HttpRequest, workflow_id: str) -> HttpResponse:
     outcome = workflows.cancel(workflow_id)
     notice = "workflow_cancelled" if outcome.changed else "unchanged"
-    return _redirect(request, "workflow", outcome.record.id, notice=notice)
+    return redirect(request, "workflow", outcome.record.id, notice=notice)

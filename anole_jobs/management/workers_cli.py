@@ -5,25 +5,21 @@ table of subcommands.)"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from anole_jobs.admin_api import workers as worker_payloads
+from anole_jobs.management.text import Output, relative, table
+from anole_jobs.operations import payloads
 from anole_jobs.operations.workers import Overview, overview
-
-if TYPE_CHECKING:
-    from anole_jobs.management.commands.jobs import Command
 
 HELP = "the worker processes alive now and the jobs each holds"
 
 
-def do_workers(command: Command, options: dict[str, Any]) -> None:
+def do_workers(command: Output, options: dict[str, Any]) -> None:
     view = overview()
-    command.emit(worker_payloads.workers(view), lambda: human(view))
+    command.emit(payloads.workers(view), lambda: human(view))
 
 
 def human(view: Overview) -> str:
-    from anole_jobs.management.commands.jobs import relative, table
-
     now = view.now
     if not view.workers:
         text = "no workers alive (start one with manage.py runjobs)"

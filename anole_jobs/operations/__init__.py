@@ -10,6 +10,8 @@ dashboard, ``manage.py jobs`` and the Django admin each only adapt this layer to
   answer) to a `Problem`: a status, a short code and a sentence; each surface shows it its way.
 - `permissions`: who may use the surfaces (``ANOLE_JOBS["ADMIN_PERMISSION"]``).
 - `names`: the URL converter of queue and cron names (any character the store accepts).
+- `payloads`: the JSON shapes of every answer, so the routes and ``manage.py jobs --json``
+  print the same document.
 
 It calls only the `jobs` facade, never the service or a store.
 """

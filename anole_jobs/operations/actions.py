@@ -16,15 +16,13 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from anole_jobs.api import jobs
-from anole_jobs.core import JobRecord
+from anole_jobs.core import LIVE_STATES, JobRecord
+from anole_jobs.errors import JobNotFound
 from anole_jobs.limits import KEEP, parse_concurrency, parse_rate
 from anole_jobs.operations.problems import BadInput, NotFound
 from anole_jobs.records import Enqueued, QueueRecord
 
 T = TypeVar("T")
-
-#: States from which `cancel` moves a job (the others are finished and left as they are).
-CANCELLABLE = ("pending", "scheduled", "available", "retrying", "running")
 
 
 @dataclass(frozen=True)
@@ -50,9 +48,10 @@ def retry(job_id: int) -> Outcome[JobRecord]:
     """Make the job available now. Unchanged when it already was, or when another job holds
     its unique key (the store then leaves it as it is)."""
     before = get(job_id)
-    record = jobs.retry(job_id)
-    if record is None:
-        raise _missing(job_id)
+    try:
+        record = jobs.retry(job_id)
+    except JobNotFound:  # deleted since `get`
+        raise _missing(job_id) from None
     return Outcome(record, record.state == "available" and before.state != "available")
 
 
@@ -61,10 +60,12 @@ def cancel(job_id: int) -> Outcome[JobRecord]:
     it is and the outcome says it did not change. (The state is read first: a job that
     finishes between the read and the cancel is reported as it is left, unchanged.)"""
     before = get(job_id)
-    record = jobs.cancel(job_id)
-    if record is None:
-        raise _missing(job_id)
-    changed = before.state in CANCELLABLE and record.state == "cancelled"
+    try:
+        record = jobs.cancel(job_id)
+    except JobNotFound:  # deleted since `get`
+        raise _missing(job_id) from None
+    # Only a live job (waiting or running) is cancelled; a finished one is left as it is.
+    changed = before.state in LIVE_STATES and record.state == "cancelled"
     return Outcome(record, changed)
 
 

@@ -9,4 +9,4 @@ from anole_jobs.api import jobs
 
 
 def now() -> datetime:
-    return jobs.service.clock()
+    return jobs.now()

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: The kind of ``django.tasks`` jobs (`anole_jobs.tasks.TASK_KIND`; repeated here so that
-#: naming a job does not import Django's tasks framework).
-TASK_KIND = "django.tasks"
+from anole_jobs.core import TASK_KIND
 
 
 def display_kind(kind: str, args: Mapping[str, Any] | Any) -> str:

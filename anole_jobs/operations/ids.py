@@ -12,8 +12,8 @@ import re
 from anole_jobs.core import MAX_JOB_ID
 from anole_jobs.operations.problems import NotFound
 
-MAX_ID = MAX_JOB_ID
-_DIGITS = re.compile(r"[0-9]{1,19}")
+#: At most as many digits as the largest id has (longer text cannot be an id).
+_DIGITS = re.compile(rf"[0-9]{{1,{len(str(MAX_JOB_ID))}}}")
 
 
 def job_id_or_none(text: str) -> int | None:
@@ -21,12 +21,12 @@ def job_id_or_none(text: str) -> int | None:
     if not isinstance(text, str) or not _DIGITS.fullmatch(text):
         return None
     value = int(text)
-    return value if 1 <= value <= MAX_ID else None
+    return value if 1 <= value <= MAX_JOB_ID else None
 
 
 def parse_job_id(text: str) -> int:
     """`text` as a job id; `NotFound` when no job can have it."""
     value = job_id_or_none(text)
     if value is None:
-        raise NotFound(f"no job with id {text!r} (ids are whole numbers from 1 to {MAX_ID})")
+        raise NotFound(f"no job with id {text!r} (ids are whole numbers from 1 to {MAX_JOB_ID})")
     return value

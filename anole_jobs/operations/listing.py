@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from anole_jobs.api import jobs
-from anole_jobs.core import LIST_LIMIT_MAX, STATES, JobRecord
-from anole_jobs.operations.ids import MAX_ID, job_id_or_none
+from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID, STATES, JobRecord
+from anole_jobs.operations.ids import job_id_or_none
 from anole_jobs.operations.problems import BadInput
 
 #: The search terms a listing takes (see "search" at the end of this module).
@@ -100,7 +100,7 @@ def parse_after(text: str) -> int:
     if value is None:
         raise BadInput(
             "after",
-            f"after must be a job id (a whole number from 1 to {MAX_ID}), got {text!r}",
+            f"after must be a job id (a whole number from 1 to {MAX_JOB_ID}), got {text!r}",
             code=_CODE,
         )
     return value
@@ -275,14 +275,13 @@ def search_page(listing: Listing, *, budget: int | None = None) -> Page:
     """One page of a search: windows of ids below `listing.after`, newest first, until the
     page is full or `budget` ids were looked at."""
     # Windows count jobs; the store says how far below an id that many jobs reach.
-    store = jobs.service.store
     newest = newest_id()
     top = listing.after if listing.after is not None else (newest or 0) + 1
-    bottom = store.lowest_id_below(top, SEARCH_BUDGET if budget is None else budget)
+    bottom = jobs.lowest_id_below(top, SEARCH_BUDGET if budget is None else budget)
     floor, terms = top, search_terms(listing)
     found: list[JobRecord] = []
     while floor > bottom and len(found) <= listing.limit:
-        low = max(store.lowest_id_below(floor, SEARCH_WINDOW), bottom)
+        low = max(jobs.lowest_id_below(floor, SEARCH_WINDOW), bottom)
         asked = min(listing.limit + 1 - len(found), LIST_LIMIT_MAX)
         records = jobs.list(
             state=listing.state,

@@ -1,8 +1,9 @@
 """The one map from what went wrong to what a person is told.
 
 An operation raises `BadInput` (a filter, name or body that cannot be used) or `NotFound`
-(no such job, cron entry or queue); the facade raises `InvalidJob` for input it refuses and
-`StoreUnavailable` (or a database error) when the store does not answer. `problem_of` turns
+(no such job, cron entry or queue); the facade raises `InvalidJob` for input it refuses,
+`JobNotFound` for a job that is not there (deleted between an operation's read and its act)
+and `StoreUnavailable` (or a database error) when the store does not answer. `problem_of` turns
 each into a `Problem`: a status (400, 404, 503), a short code, a sentence for people and the
 headers to send (``Retry-After`` on 503). The JSON routes answer it as JSON, the HTML pages as
 a page with the same status, the CLI as exit status 1 and one line on stderr.
@@ -20,6 +21,7 @@ from anole_jobs.errors import (
     RUN_MIGRATE,
     AnoleJobsError,
     InvalidJob,
+    JobNotFound,
     StoreUnavailable,
     missing_schema,
 )
@@ -103,6 +105,8 @@ def problem_of(exc: BaseException, *, log: bool = True) -> Problem | None:
         return Problem(status=exc.status, code=exc.code, message=exc.message, hint=exc.hint)
     if isinstance(exc, InvalidJob):
         return Problem(status=400, code="bad_request", message=str(exc))
+    if isinstance(exc, JobNotFound):
+        return Problem(status=404, code="not_found", message=f"no job with id {exc.job_id}")
     if isinstance(exc, StoreUnavailable | OperationalError | InterfaceError):
         return _outage(exc, log=log)
     if isinstance(exc, DatabaseError) and _missing_table(exc):
@@ -114,6 +118,7 @@ def problem_of(exc: BaseException, *, log: bool = True) -> Problem | None:
 EXPECTED: tuple[type[BaseException], ...] = (
     OperationError,
     InvalidJob,
+    JobNotFound,
     StoreUnavailable,
     DatabaseError,
 )

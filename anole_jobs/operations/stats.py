@@ -107,7 +107,7 @@ def read_stats(query: StatsQuery, *, now: datetime | None = None) -> StatsReport
     step = step_of(resolution)
     since = floor_time(until, resolution) - step * (count - 1)
     starts = [since + step * i for i in range(count)]
-    found = jobs.service.store.stats(
+    found = jobs.stats(
         None if query.queue is None else [query.queue],
         since=since,
         until=until,

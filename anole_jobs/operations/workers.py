@@ -16,8 +16,9 @@ from anole_jobs.api import jobs
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.stores.workers import WorkerRecord
 
-#: States in which a job waits for a worker to claim it.
-WAITING = ("available",)
+#: States of the jobs a worker could claim now: a queue holding some and served by no live
+#: worker is named (scheduled and retrying jobs are not due yet; pending ones wait on others).
+CLAIMABLE = ("available",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +69,7 @@ def overview() -> Overview:
         for queue in jobs.queues()
         if queue.name not in served
         and not queue.paused
-        and any(queue.counts.get(state, 0) for state in WAITING)
+        and any(queue.counts.get(state, 0) for state in CLAIMABLE)
     ]
     return Overview(
         now=now,

@@ -798,12 +798,6 @@ class MemoryStore(MemoryWorkers, Store):
         with self._lock:
             return self._stats.query(queues, since, until, resolution)
 
-    # -- test helpers ----------------------------------------------------------------------
-    def _debug_row(self, job_id: int) -> _Row:
-        """The live row (tests only): lets a test look at the lease and token."""
-        with self._lock:
-            return replace(self._rows[job_id])
-
     # -- flow control across every worker ---------------------------------------------------
     def claim_limited(
         self,

@@ -182,10 +182,6 @@ class StatsPoint:
 StatsByQueue = dict[str, list[StatsPoint]]
 
 
-def empty_point(at: datetime) -> StatsPoint:
-    return StatsPoint(at=at)
-
-
 def sum_points(at: datetime, points: Iterable[StatsPoint]) -> StatsPoint:
     total = StatsPoint(at=at)
     for point in points:

@@ -29,6 +29,7 @@ from typing import Any
 from django.apps import apps
 
 from anole_jobs.api import jobs
+from anole_jobs.core import TASK_KIND
 from anole_jobs.errors import Canceled, InvalidJob
 from anole_jobs.job import Job
 from anole_jobs.kinds import kind, set_job_options
@@ -43,8 +44,6 @@ from anole_jobs.tasks.results import (
 )
 
 logger = logging.getLogger("anole_jobs.tasks")
-
-TASK_KIND = "django.tasks"
 
 
 class TaskArgumentsNotJSON(InvalidJob, TypeError):  # noqa: N818 - reads as what went wrong
@@ -173,7 +172,7 @@ def run_task(job: Job, call: TaskCall) -> Any:
     # (A TaskNotFound is a failed attempt: a worker that misses the module during a deploy
     # may have it on a retry.)
     sender = type(compat.task_backends[call.backend])
-    clock = jobs.service.clock
+    clock = jobs.now
     started_at = clock()
     # What the task and the signals see while it runs: this attempt counts (the context's
     # `attempt` starts at 1), as in Django's own backends.
@@ -203,7 +202,7 @@ def run_task(job: Job, call: TaskCall) -> Any:
         # store: a NUL in a string, a result over MAX_RESULT_BYTES).
         encode_result(
             output,
-            limit=jobs.service.settings.max_result_bytes,
+            limit=jobs.settings.max_result_bytes,
             where=f"task {call.task}",
         )
     except Exception as exc:

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from anole_jobs.core import WAITING_STATES
 from anole_jobs.testing.clock import FakeClock
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 #: The states of a job that has not run to its end yet and is not running: what "enqueued"
 #: means to these helpers unless a test asks for another state.
-WAITING_STATES = ("pending", "scheduled", "available", "retrying")
 PAGE = 1000
 #: A failure message lists at most this many jobs (and says how many it left out).
 SHOWN = 25

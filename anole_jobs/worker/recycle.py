@@ -27,13 +27,23 @@ from anole_jobs.worker.supervisor import RECYCLE_EXIT
 if TYPE_CHECKING:
     from anole_jobs.worker.runner import Runtime
 
-__all__ = ["RECYCLE_EXIT", "Limits", "RecycleWatch", "rss_bytes", "stop_claiming", "wait_idle"]
+__all__ = [
+    "RECYCLE_EXIT",
+    "RecycleLimits",
+    "RecycleWatch",
+    "rss_bytes",
+    "stop_claiming",
+    "wait_idle",
+]
 
 MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Limits:
+class RecycleLimits:
+    """When a worker process is replaced by a fresh one (``runjobs --max-jobs`` and
+    ``--max-memory``); not the queue limits of `anole_jobs.limits`."""
+
     max_jobs: int | None = None
     max_memory_mib: int | None = None
 
@@ -71,7 +81,7 @@ class RecycleWatch:
 
     def __init__(
         self,
-        limits: Limits,
+        limits: RecycleLimits,
         trigger: Callable[[str], None],
         *,
         memory: Callable[[], int | None] = rss_bytes,

@@ -11,7 +11,8 @@ from bench.peers import harness
 
 
 def build(args: argparse.Namespace) -> harness.Peer:
-    from bench.context import Bench, Options
+    from bench.common import Options
+    from bench.context import Bench
 
     bench = Bench(args.store, QUICK, f"{args.tag}_anole", Options())
     bench.setup()

@@ -131,9 +131,10 @@ def _get(view: Any, query: dict[str, str]) -> None:
 
 def _old_scan(bench: Bench) -> None:
     """What the queues page did before the counters: up to 5,000 finished jobs per state."""
+    from anole_jobs.core import FINAL_STATES
     from anole_jobs.operations.listing import Listing, each_page
 
-    for state in ("completed", "dead", "cancelled"):
+    for state in FINAL_STATES:
         seen = 0
         for page in each_page(Listing(state=state, limit=999)):
             seen += len(page.records)

@@ -10,10 +10,10 @@ import pytest
 from django.db import OperationalError, ProgrammingError
 from django.test import RequestFactory
 
-from anole_jobs.core import LIST_LIMIT_MAX
+from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID
 from anole_jobs.errors import InvalidJob, StoreUnavailable
 from anole_jobs.operations import actions
-from anole_jobs.operations.ids import MAX_ID, parse_job_id
+from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import (
     Listing,
     each_page,
@@ -32,7 +32,7 @@ HOSTILE_IDS = [
     "-1",
     "0",
     "99999999999999999999",
-    str(MAX_ID + 1),
+    str(MAX_JOB_ID + 1),
     "1e3",
     " 7",
     "7 ",
@@ -56,7 +56,7 @@ def test_text_that_is_not_an_id_names_no_job(text):
         parse_job_id(text)
 
 
-@pytest.mark.parametrize(("text", "value"), [("1", 1), ("42", 42), (str(MAX_ID), MAX_ID)])
+@pytest.mark.parametrize(("text", "value"), [("1", 1), ("42", 42), (str(MAX_JOB_ID), MAX_JOB_ID)])
 def test_ids_from_1_to_the_largest_a_store_holds(text, value):
     assert parse_job_id(text) == value
 

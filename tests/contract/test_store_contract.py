@@ -13,7 +13,7 @@ import pytest
 from django.db import connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from anole_jobs import Enqueued, InvalidJob, Unique, kind
+from anole_jobs import Enqueued, InvalidJob, JobNotFound, Unique, kind
 from anole_jobs.backoff import ceiling
 from anole_jobs.stores.base import Finish, NewJob
 from tests.sampleapp.jobs import CustomBackoff, Orphan, Prioritized, Validated, Work
@@ -709,8 +709,10 @@ def test_retry_cancel_delete(env):
     assert env.jobs.delete(waiting.id) is True
     assert env.jobs.get(waiting.id) is None
     assert env.jobs.delete(waiting.id) is False
-    assert env.jobs.retry(999_999) is None
-    assert env.jobs.cancel(999_999) is None
+    with pytest.raises(JobNotFound):
+        env.jobs.retry(999_999)
+    with pytest.raises(JobNotFound):
+        env.jobs.cancel(999_999)
     with pytest.raises(InvalidJob):
         env.jobs.get("12")  # type: ignore[arg-type]
 

@@ -9,7 +9,7 @@ import pytest
 
 from anole_jobs import events
 from anole_jobs.management.commands.runjobs import _worker_argv
-from anole_jobs.worker.recycle import MIB, Limits, RecycleWatch
+from anole_jobs.worker.recycle import MIB, RecycleLimits, RecycleWatch
 from anole_jobs.worker.supervisor import RECYCLE_EXIT, Backoff, Supervision, describe_status
 
 
@@ -120,7 +120,7 @@ def finished() -> events.Event:
 
 def test_the_watch_fires_once_at_the_run_that_reaches_the_job_limit() -> None:
     reasons: list[str] = []
-    watch = RecycleWatch(Limits(max_jobs=3), reasons.append, memory=lambda: 0)
+    watch = RecycleWatch(RecycleLimits(max_jobs=3), reasons.append, memory=lambda: 0)
     for _ in range(2):
         watch(finished())
     assert reasons == []
@@ -134,7 +134,7 @@ def test_the_watch_fires_once_at_the_run_that_reaches_the_job_limit() -> None:
 def test_the_watch_fires_when_memory_passes_its_limit() -> None:
     used = [100 * MIB]
     reasons: list[str] = []
-    watch = RecycleWatch(Limits(max_memory_mib=200), reasons.append, memory=lambda: used[0])
+    watch = RecycleWatch(RecycleLimits(max_memory_mib=200), reasons.append, memory=lambda: used[0])
     watch(finished())
     used[0] = 200 * MIB  # at the limit, not past it
     watch(finished())
@@ -146,15 +146,15 @@ def test_the_watch_fires_when_memory_passes_its_limit() -> None:
 
 def test_the_watch_ignores_other_events_and_unknown_memory() -> None:
     reasons: list[str] = []
-    watch = RecycleWatch(Limits(max_memory_mib=1), reasons.append, memory=lambda: None)
+    watch = RecycleWatch(RecycleLimits(max_memory_mib=1), reasons.append, memory=lambda: None)
     watch(events.Event(events.RUN_STARTED, {}))
     watch(finished())
     assert reasons == [] and watch.finished == 1
 
 
 def test_limits_describe_themselves() -> None:
-    assert not Limits().any
-    assert Limits(max_jobs=5, max_memory_mib=512).describe() == (
+    assert not RecycleLimits().any
+    assert RecycleLimits(max_jobs=5, max_memory_mib=512).describe() == (
         "after 5 job(s) or past 512 MiB of memory"
     )
 

@@ -19,11 +19,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from anole_jobs.admin_api import payloads
 from anole_jobs.api import jobs
 from anole_jobs.core import STATES, JobRecord
 from anole_jobs.management import bulk_cli, workers_cli
-from anole_jobs.operations import actions
+from anole_jobs.management.text import relative, shorten, table
+from anole_jobs.operations import actions, payloads
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.operations.display import display_kind
@@ -37,7 +37,6 @@ from anole_jobs.operations.problems import (
     problem_of,
 )
 
-ERROR_WIDTH = 50
 HOW_TO_CREATE = "pass --create"
 
 
@@ -52,39 +51,6 @@ def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
     convert.__name__ = parse.__name__
     return convert
-
-
-def relative(moment: datetime | None, now: datetime) -> str:
-    """``3m ago`` / ``in 2h`` / ``-``."""
-    if moment is None:
-        return "-"
-    seconds = (moment - now).total_seconds()
-    size = abs(seconds)
-    for unit, length in (("d", 86400), ("h", 3600), ("m", 60)):
-        if size >= length:
-            amount = f"{int(size // length)}{unit}"
-            break
-    else:
-        amount = f"{int(size)}s"
-    if size < 1:
-        return "now"
-    return f"in {amount}" if seconds > 0 else f"{amount} ago"
-
-
-def shorten(text: str, width: int = ERROR_WIDTH) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Aligned columns; the last one is not padded."""
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = []
-    for row in cells:
-        padded = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
-        lines.append("  ".join([*padded, row[-1]]).rstrip())
-    return "\n".join(lines)
 
 
 def last_error(record: JobRecord) -> str:

@@ -133,7 +133,7 @@ class Command(BaseCommand):
         self._configure_logging(
             options.get("log_level"), None if verbosity is None else int(verbosity), supervised
         )
-        limits = recycle.Limits(
+        limits = recycle.RecycleLimits(
             options.get("max_jobs_per_process"), options.get("max_memory_per_process")
         )
         processes = options.get("processes") or 1
@@ -293,7 +293,7 @@ class Command(BaseCommand):
             package_logger.addHandler(handler)
 
 
-def _check_memory_limit(limits: recycle.Limits) -> None:
+def _check_memory_limit(limits: recycle.RecycleLimits) -> None:
     """A memory limit below what a worker holds at its start would recycle it after every
     job: refuse it (status 2, as for any bad option)."""
     if limits.max_memory_mib is None:

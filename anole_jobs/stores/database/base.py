@@ -40,8 +40,6 @@ from anole_jobs.conf import Settings
 from anole_jobs.core import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
-    LIVE_STATES,
-    STATES,
     CronState,
     JobRecord,
     ListFilter,
@@ -72,6 +70,7 @@ from anole_jobs.stores.database.ddl import (
     tables,
 )
 from anole_jobs.stores.database.limits import SQLLimits
+from anole_jobs.stores.database.parts import LIVE, literals
 from anole_jobs.stores.database.workers import SQLWorkers
 from anole_jobs.stores.database.workflows import Settled
 from anole_jobs.stores.search import BulkAction, search_matches
@@ -127,18 +126,8 @@ STAT_FOLD_AFTER = 20_000
 SEARCH_CHUNK = 500
 
 
-def literals(states: Collection[str]) -> str:
-    """States as a SQL list of literals (only known state names ever reach SQL text)."""
-    for state in states:
-        if state not in STATES:
-            raise ValueError(f"unknown job state {state!r}")
-    return ", ".join(f"'{state}'" for state in states)
-
-
-LIVE = literals(LIVE_STATES)
 #: Each state the admin indexes leave out, as a condition (see `SQLStore.newest`).
 HOT_CONDITIONS = tuple(f"state = {literals([state])}" for state in HOT_STATES)
-FINAL = literals(FINAL_STATES)
 
 
 def encode_json(value: object) -> str:

@@ -26,9 +26,11 @@ from anole_jobs.limits import Limits, Planner, RateLimit, RuntimeLimits, held_co
 from anole_jobs.stores.base import ClaimedJob, LimitedClaim
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from django.db.backends.utils import CursorWrapper
 
-    from anole_jobs.stores.database.base import SQLStore
+    from anole_jobs.stores.database.ddl import Tables
 
 #: Candidates read per page of a partitioned claim, and at most per claim.
 PAGE = 500
@@ -42,8 +44,40 @@ def _decode(value: Any) -> Any:
 class SQLLimits:
     """Mixed into `SQLStore`: the limits part of the store contract."""
 
-    def claim_limited(  # type: ignore[misc]  # a mixin of that store
-        self: SQLStore,
+    if TYPE_CHECKING:  # what it uses of `SQLStore`
+        tables: Tables
+        job_table: str
+        skip_locked: str
+
+        def cursor(self) -> CursorWrapper: ...
+        def write_lock(self) -> AbstractContextManager[None]: ...
+        def writing(self) -> AbstractContextManager[Any]: ...
+        def in_list(self, column: str, values: Collection[Any]) -> tuple[str, list[Any]]: ...
+        def not_paused(self) -> str: ...
+        def claimed_job(
+            self, row: Sequence[Any], now: datetime, lease_until: datetime
+        ) -> ClaimedJob: ...
+        def claim_rows(
+            self,
+            cursor: CursorWrapper,
+            queue: str,
+            kinds: Collection[str] | None,
+            limit: int,
+            now: datetime,
+            lease_until: datetime,
+            worker: str,
+        ) -> list[tuple[Any, ...]]: ...
+        def claim_ids(
+            self,
+            cursor: CursorWrapper,
+            ids: Sequence[int],
+            now: datetime,
+            lease_until: datetime,
+            worker: str,
+        ) -> list[tuple[Any, ...]]: ...
+
+    def claim_limited(
+        self,
         queue: str,
         *,
         limits: Limits,
@@ -155,16 +189,14 @@ class SQLLimits:
         vendor has no such statement (the caller counts, then claims)."""
         return None
 
-    def _claimed(  # type: ignore[misc]  # a mixin of that store
-        self: SQLStore, rows: Sequence[Sequence[Any]], now: datetime, lease_until: datetime
+    def _claimed(
+        self, rows: Sequence[Sequence[Any]], now: datetime, lease_until: datetime
     ) -> list[ClaimedJob]:
         claimed = [self.claimed_job(row, now, lease_until) for row in rows]
         claimed.sort(key=lambda c: (-c.record.priority, c.record.scheduled_at, c.record.id))
         return claimed
 
-    def _running(  # type: ignore[misc]  # a mixin of that store
-        self: SQLStore, cursor: CursorWrapper, queue: str, limits: Limits
-    ) -> dict[str, int]:
+    def _running(self, cursor: CursorWrapper, queue: str, limits: Limits) -> dict[str, int]:
         """Claimed and unfinished jobs of `queue` per partition."""
         if not limits.partition:
             cursor.execute(
@@ -181,8 +213,8 @@ class SQLLimits:
             running[key] = running.get(key, 0) + 1
         return running
 
-    def _pick(  # type: ignore[misc]  # a mixin of that store
-        self: SQLStore,
+    def _pick(
+        self,
         cursor: CursorWrapper,
         queue: str,
         kinds: Collection[str] | None,
@@ -215,7 +247,7 @@ class SQLLimits:
             offset += PAGE
         return [ids[i] for i in planner.plan.taken]
 
-    def set_limits(self: SQLStore, queue: str, limits: RuntimeLimits) -> None:  # type: ignore[misc]  # a mixin of that store
+    def set_limits(self, queue: str, limits: RuntimeLimits) -> None:
         rate = limits.rate_limit
         with self.writing(), self.cursor() as cursor:
             cursor.execute(
@@ -231,7 +263,7 @@ class SQLLimits:
                 ],
             )
 
-    def runtime_limits(self: SQLStore) -> dict[str, RuntimeLimits]:  # type: ignore[misc]  # a mixin of that store
+    def runtime_limits(self) -> dict[str, RuntimeLimits]:
         with self.cursor() as cursor:
             cursor.execute(
                 "SELECT queue, global_concurrency, rate_count, rate_seconds"
@@ -241,7 +273,7 @@ class SQLLimits:
             rows = cursor.fetchall()
         return {queue: _runtime(c, n, s) for queue, c, n, s in rows}
 
-    def held_count(self: SQLStore, queue: str, limits: Limits, *, now: datetime) -> int:  # type: ignore[misc]  # a mixin of that store
+    def held_count(self, queue: str, limits: Limits, *, now: datetime) -> int:
         with self.cursor() as cursor:
             cursor.execute(
                 "SELECT global_concurrency, rate_count, rate_seconds, claims"

@@ -30,7 +30,6 @@ from anole_jobs.core import ErrorEntry, ListFilter
 from anole_jobs.stores.base import Finish, NewJob, Rescued, RunRef
 from anole_jobs.stores.database import workflows
 from anole_jobs.stores.database.base import (
-    FINAL,
     ON_KEY_CONFLICT,
     SQLStore,
     aware_utc,
@@ -39,6 +38,7 @@ from anole_jobs.stores.database.base import (
     insert_values,
 )
 from anole_jobs.stores.database.ddl import index_name
+from anole_jobs.stores.database.parts import FINAL
 
 MIN_SQLITE = (3, 35, 0)
 

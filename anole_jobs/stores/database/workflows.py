@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from anole_jobs.core import FINAL_STATES, ErrorEntry, WorkflowRow, dependency_failed
 from anole_jobs.stores.base import NewJob, NewStep, NewWorkflow
+from anole_jobs.stores.database.parts import LIVE, SQLParts
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper
-
-    from anole_jobs.stores.database.base import SQLStore
 
 
 @dataclass
@@ -42,18 +41,18 @@ def _micros(delay: timedelta | None) -> int | None:
     return None if delay is None else delay // timedelta(microseconds=1)
 
 
-def _ids(store: SQLStore, column: str, ids: Collection[int]) -> tuple[str, list[Any]]:
+def _ids(store: SQLParts, column: str, ids: Collection[int]) -> tuple[str, list[Any]]:
     """``column IN ids`` with one parameter (`in_list` is for text values)."""
     if store.vendor == "postgresql":
         return f"{column} = ANY(%s::bigint[])", [list(ids)]
     return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
 
 
-def _lock_rows(store: SQLStore) -> str:
+def _lock_rows(store: SQLParts) -> str:
     return " FOR UPDATE OF j" if store.vendor == "postgresql" else ""
 
 
-def _apply(store: SQLStore, cursor: CursorWrapper, updates: Sequence[list[Any]]) -> None:
+def _apply(store: SQLParts, cursor: CursorWrapper, updates: Sequence[list[Any]]) -> None:
     """Write steps' new states in one statement. Each update: id, state, waiting_on,
     scheduled_at (None: keep), finished_at, error entry (dict or None), cancelled_by."""
     if not updates:
@@ -114,7 +113,7 @@ def _apply(store: SQLStore, cursor: CursorWrapper, updates: Sequence[list[Any]])
 
 
 def _ready(
-    store: SQLStore,
+    store: SQLParts,
     row_id: int,
     waiting: int,
     ready_delay: int | None,
@@ -135,7 +134,7 @@ def _ready(
 
 
 def settle_steps(
-    store: SQLStore,
+    store: SQLParts,
     cursor: CursorWrapper,
     ended: Collection[int],
     now: datetime,
@@ -209,7 +208,7 @@ def settle_steps(
     return settled
 
 
-def announce(store: SQLStore, settled: Settled) -> None:
+def announce(store: SQLParts, settled: Settled) -> None:
     """Tell workers and result waiters what settling did, once it is committed."""
     if settled.queues:
         store.send_notify(sorted(settled.queues))
@@ -221,7 +220,7 @@ def announce(store: SQLStore, settled: Settled) -> None:
 
 # -- the contract's workflow methods -----------------------------------------------------
 def insert_workflow(
-    store: SQLStore,
+    store: SQLParts,
     workflow: NewWorkflow,
     steps: Sequence[NewStep],
     *,
@@ -262,7 +261,7 @@ def insert_workflow(
 
 
 def _mark_steps(
-    store: SQLStore,
+    store: SQLParts,
     cursor: CursorWrapper,
     workflow_id: str,
     steps: Sequence[NewStep],
@@ -311,7 +310,7 @@ def _mark_steps(
         )
 
 
-def workflow(store: SQLStore, workflow_id: str) -> WorkflowRow | None:
+def workflow(store: SQLParts, workflow_id: str) -> WorkflowRow | None:
     with store.cursor() as cursor:
         cursor.execute(
             f'SELECT name, created_at, cancelled FROM "{store.tables.workflow}" WHERE id = %s',
@@ -344,9 +343,7 @@ def workflow(store: SQLStore, workflow_id: str) -> WorkflowRow | None:
     )
 
 
-def cancel_workflow(store: SQLStore, workflow_id: str, *, now: datetime) -> bool | None:
-    from anole_jobs.stores.database.base import LIVE
-
+def cancel_workflow(store: SQLParts, workflow_id: str, *, now: datetime) -> bool | None:
     with store.write_lock(), store.cursor() as cursor:
         lock = " FOR UPDATE" if store.vendor == "postgresql" else ""
         cursor.execute(
@@ -371,7 +368,7 @@ def cancel_workflow(store: SQLStore, workflow_id: str, *, now: datetime) -> bool
     return not found[0]
 
 
-def dependency_results(store: SQLStore, job_id: int) -> dict[str, Any]:
+def dependency_results(store: SQLParts, job_id: int) -> dict[str, Any]:
     with store.cursor() as cursor:
         cursor.execute(
             f'SELECT p.step_name, p.result FROM "{store.tables.dependency}" AS d'
@@ -384,7 +381,7 @@ def dependency_results(store: SQLStore, job_id: int) -> dict[str, Any]:
         }
 
 
-def reopen_steps(store: SQLStore, cursor: CursorWrapper, retried: int) -> None:
+def reopen_steps(store: SQLParts, cursor: CursorWrapper, retried: int) -> None:
     """Step `retried` runs again: the dependents its ending cancelled wait for it again,
     transitively, unless another of their dependencies failed too."""
     frontier = [retried]
@@ -423,7 +420,7 @@ def reopen_steps(store: SQLStore, cursor: CursorWrapper, retried: int) -> None:
             frontier.append(child_id)
 
 
-def forget_steps(store: SQLStore, cursor: CursorWrapper, pruned: Sequence[tuple[int, Any]]) -> None:
+def forget_steps(store: SQLParts, cursor: CursorWrapper, pruned: Sequence[tuple[int, Any]]) -> None:
     """Rows `(id, workflow_id)` were deleted: drop their edges, and each workflow left
     with no step."""
     steps = [row_id for row_id, workflow_id in pruned if workflow_id is not None]

@@ -36,7 +36,8 @@ from anole_jobs.errors import ConfigurationError, InvalidJob
 from anole_jobs.limits import RuntimeLimits
 from anole_jobs.stores.base import Finish, Inserted, NewJob, NewStep, NewWorkflow, Rescued, RunRef
 from anole_jobs.stores.redis.keys import SLOTS, Keys, job_slot, queue_slot
-from anole_jobs.stores.redis.store import INSERT_STATES, RedisStore, _text
+from anole_jobs.stores.redis.records import as_text
+from anole_jobs.stores.redis.store import INSERT_STATES, RedisStore
 from anole_jobs.stores.redis.unavailable import CLUSTER_ERRORS, read_failed, write_failed
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 
@@ -162,7 +163,7 @@ class RedisClusterStore(RedisStore):
         return last - n + 1
 
     def known_queues(self) -> builtins.list[str]:
-        return sorted(_text(q) for q in self._read("smembers", self.global_keys.known_queues()))
+        return sorted(as_text(q) for q in self._read("smembers", self.global_keys.known_queues()))
 
     def _slots(self) -> builtins.list[Keys]:
         """The keys of every slot that holds a known queue, in slot order."""
@@ -276,7 +277,7 @@ class RedisClusterStore(RedisStore):
             "smembers", [self.base_keys.for_queue(q).available_kinds(q) for q in queues]
         )
         return {
-            queue: {_text(kind) for kind in kinds}
+            queue: {as_text(kind) for kind in kinds}
             for queue, kinds in zip(queues, members, strict=True)
             if kinds
         }
@@ -319,7 +320,7 @@ class RedisClusterStore(RedisStore):
         counts: dict[str, dict[str, int]] = {}
         for found in hashes:
             for field, value in found.items():
-                state, _, queue = _text(field).partition(":")
+                state, _, queue = as_text(field).partition(":")
                 n = int(value)
                 if n > 0:
                     counts.setdefault(queue, {})[state] = n

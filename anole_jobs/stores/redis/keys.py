@@ -120,10 +120,6 @@ def parse_time_key(value: str | bytes) -> datetime:
     return _ORIGIN + timedelta(microseconds=int(value))
 
 
-def padded_id(job_id: int) -> str:
-    return f"{job_id:0{ID_WIDTH}d}"
-
-
 #: The job hash fields a record is built from, in the order scripts return them: one JSON array
 #: per job (missing fields as null) instead of an HGETALL reply, so the client parses one bulk
 #: string per job rather than two per field.
@@ -264,20 +260,11 @@ class Keys:
     def workflow(self, workflow_id: str) -> str:
         return f"{self.prefix}wf:{workflow_id}"
 
-    def workflow_jobs(self, workflow_id: str) -> str:
-        return f"{self.prefix}wfjobs:{workflow_id}"
-
     def dependents(self, job_id: int | str) -> str:
         return f"{self.prefix}dn:{job_id}"
 
     def limits(self) -> str:
         return f"{self.prefix}limits"
-
-    def limit_running(self, queue: str) -> str:
-        return f"{self.prefix}lr:{len(queue.encode())}:{queue}"
-
-    def limit_window(self, queue: str, partition: str) -> str:
-        return f"{self.prefix}lw:{len(queue.encode())}:{queue}:{partition}"
 
     def stat(self, minute: int, queue: str) -> str:
         return f"{self.prefix}stat:{minute}:{queue}"

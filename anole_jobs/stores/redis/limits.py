@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anole_jobs.limits import Limits, RateLimit, RuntimeLimits
 from anole_jobs.stores.base import ClaimedJob, LimitedClaim, RunRef
-from anole_jobs.stores.redis.keys import time_key
-
-if TYPE_CHECKING:
-    from anole_jobs.stores.redis.store import RedisStore
+from anole_jobs.stores.redis.keys import Keys, time_key
+from anole_jobs.stores.redis.records import fields_of, record_of
 
 
 def _settings_args(limits: Limits, now: datetime) -> list[str]:
@@ -34,8 +32,14 @@ def _settings_args(limits: Limits, now: datetime) -> list[str]:
 class RedisLimits:
     """Mixed into `RedisStore`: the limits part of the store contract."""
 
-    def claim_limited(  # type: ignore[misc]  # a mixin of that store
-        self: RedisStore,
+    if TYPE_CHECKING:  # what it uses of `RedisStore`
+        keys: Keys
+
+        def _run(self, script: str, *args: object) -> Any: ...
+        def _read(self, method: str, *args: object) -> Any: ...
+
+    def claim_limited(
+        self,
         queue: str,
         *,
         limits: Limits,
@@ -45,8 +49,6 @@ class RedisLimits:
         lease_until: datetime,
         worker: str,
     ) -> LimitedClaim:
-        from anole_jobs.stores.redis.store import _decode, _record
-
         if limit <= 0 or (kinds is not None and not kinds):
             return LimitedClaim(jobs=[])
         selector = ["*"] if kinds is None else ["+", *sorted(kinds)]
@@ -64,8 +66,8 @@ class RedisLimits:
         held, reopens, rows = reply[0], reply[1], reply[2:]
         claimed = []
         for encoded in rows:
-            fields = _decode(encoded)
-            record = _record(fields)
+            fields = fields_of(encoded)
+            record = record_of(fields)
             run = RunRef(record.id, record.attempt, int(fields["token"]))
             claimed.append(ClaimedJob(record=record, run=run, lease_until=lease_until))
         reopens_at = None
@@ -73,7 +75,7 @@ class RedisLimits:
             reopens_at = now + timedelta(seconds=float(reopens) - now.timestamp())
         return LimitedClaim(jobs=claimed, held=held in (b"1", "1"), reopens_at=reopens_at)
 
-    def set_limits(self: RedisStore, queue: str, limits: RuntimeLimits) -> None:  # type: ignore[misc]  # a mixin of that store
+    def set_limits(self, queue: str, limits: RuntimeLimits) -> None:
         if limits.empty:
             self._read("hdel", self.keys.limits(), queue)
             return
@@ -85,7 +87,7 @@ class RedisLimits:
             value["rc"], value["rs"] = rate.count, rate.seconds
         self._read("hset", self.keys.limits(), queue, json.dumps(value))
 
-    def runtime_limits(self: RedisStore) -> dict[str, RuntimeLimits]:  # type: ignore[misc]  # a mixin of that store
+    def runtime_limits(self) -> dict[str, RuntimeLimits]:
         found = {}
         for queue, raw in self._read("hgetall", self.keys.limits()).items():
             value = json.loads(raw)
@@ -96,5 +98,5 @@ class RedisLimits:
             found[name] = RuntimeLimits(global_concurrency=value.get("gc"), rate_limit=rate)
         return found
 
-    def held_count(self: RedisStore, queue: str, limits: Limits, *, now: datetime) -> int:  # type: ignore[misc]  # a mixin of that store
+    def held_count(self, queue: str, limits: Limits, *, now: datetime) -> int:
         return int(self._run("limits_held", queue, *_settings_args(limits, now)))

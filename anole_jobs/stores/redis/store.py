@@ -61,9 +61,10 @@ from anole_jobs.stores.base import (
     woken_queues,
 )
 from anole_jobs.stores.redis import keys
-from anole_jobs.stores.redis.keys import RECORD_FIELDS, Keys, parse_time_key, time_key
+from anole_jobs.stores.redis.keys import Keys, parse_time_key, time_key
 from anole_jobs.stores.redis.limits import RedisLimits
 from anole_jobs.stores.redis.listener import Listener, encode
+from anole_jobs.stores.redis.records import as_text, fields_of, record_of, stored_json
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
 from anole_jobs.stores.redis.workers import RedisWorkers
 from anole_jobs.stores.search import search_matches, searches
@@ -226,21 +227,6 @@ class Scripts:
             raise write_failed(name, exc, self._client) from exc
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _optional_time(fields: Mapping[str, bytes | str], name: str) -> datetime | None:
-    value = fields.get(name)
-    return parse_time_key(value) if value else None
-
-
-def _decode(encoded: bytes | str) -> dict[str, bytes | str]:
-    """A record as the scripts return it (a JSON array of RECORD_FIELDS) as a field mapping."""
-    values = json.loads(encoded)
-    return {f: v for f, v in zip(RECORD_FIELDS, values, strict=True) if v is not None}
-
-
 def _narrowing(filter: ListFilter) -> tuple[str, str, str]:
     """What list.lua tests of a search before the exact test here: the kind prefix, ASCII
     error text (Lua lower-cases ASCII only) and top-level number and string argument values
@@ -252,42 +238,6 @@ def _narrowing(filter: ListFilter) -> tuple[str, str, str]:
         if isinstance(value, (int, float, str)) and not isinstance(value, bool)
     }
     return filter.kind_prefix or "", error, compact(plain) if plain else ""
-
-
-def _record(fields: Mapping[str, bytes | str]) -> JobRecord:
-    unique_key = fields.get("ukey")
-    return JobRecord(
-        id=int(fields["id"]),
-        kind=_text(fields["kind"]),
-        queue=_text(fields["queue"]),
-        state=_text(fields["state"]),  # type: ignore[arg-type]
-        args=_stored_json(fields.get("args"), fallback=None),
-        meta=_stored_json(fields.get("meta"), fallback={}),
-        priority=int(fields["priority"]),
-        attempt=int(fields["attempt"]),
-        max_attempts=int(fields["max"]),
-        errors=tuple(_stored_json(fields.get("errors"), fallback=[])),
-        created_at=parse_time_key(fields["created"]),
-        scheduled_at=parse_time_key(fields["sched"]),
-        attempted_at=_optional_time(fields, "attempted"),
-        finished_at=_optional_time(fields, "finished"),
-        unique_key=None if unique_key is None else _text(unique_key),
-        result=_stored_json(fields.get("result"), fallback=None),
-        workflow_id=_text(fields["wf"]) if fields.get("wf") else None,
-        step_name=_text(fields["step"]) if fields.get("step") is not None else None,
-    )
-
-
-def _stored_json(value: bytes | str | None, *, fallback: Any) -> Any:
-    """A JSON field as stored. A field missing or not JSON (written behind the store's back)
-    reads as its raw text (`fallback` when absent or None): the worker then discards the job
-    with a message instead of every claim failing on it."""
-    if value is None:
-        return fallback
-    try:
-        return json.loads(value)
-    except ValueError:
-        return _text(value) if fallback is None else fallback
 
 
 #: ASCII only: redis-py encodes str as strict UTF-8, which a lone surrogate would break.
@@ -398,7 +348,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             args.extend(self._new_job_args(job, batch_time_key))
         batch = compact(args)
         reply = self._run("insert", self.channel, self._sender, len(jobs), batch)
-        flat = _text(reply).split(",")
+        flat = as_text(reply).split(",")
         results = [Inserted(int(flat[i]), flat[i + 1] == "1") for i in range(0, len(flat), 2)]
         # The script published the wake-up for other processes; this one's waiters are woken
         # here (the listener skips this store's own messages).
@@ -435,8 +385,8 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
                 *selector,
             )
             for encoded in rows:
-                fields = _decode(encoded)
-                record = _record(fields)
+                fields = fields_of(encoded)
+                record = record_of(fields)
                 run = RunRef(record.id, record.attempt, int(fields["token"]))
                 claimed.append(ClaimedJob(record=record, run=run, lease_until=lease_until))
             if len(rows) < chunk:
@@ -499,9 +449,9 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             rescued.extend(
                 Rescued(
                     id=int(flat[i]),
-                    kind=_text(flat[i + 1]),
-                    queue=_text(flat[i + 2]),
-                    state=_text(flat[i + 3]),  # type: ignore[arg-type]
+                    kind=as_text(flat[i + 1]),
+                    queue=as_text(flat[i + 2]),
+                    state=as_text(flat[i + 3]),  # type: ignore[arg-type]
                 )
                 for i in range(0, len(flat), 4)
             )
@@ -535,7 +485,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         except (RedisConnectionError, RedisTimeoutError) as exc:
             raise read_failed("smembers", exc, self.client) from exc
         return {
-            queue: {_text(kind) for kind in kinds}
+            queue: {as_text(kind) for kind in kinds}
             for queue, kinds in zip(queues, members, strict=True)
             if kinds
         }
@@ -560,7 +510,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         for name, value in zip(names, values, strict=True):
             if value is None:
                 continue
-            tick, _, last_id = _text(value).partition("|")
+            tick, _, last_id = as_text(value).partition("|")
             states[name] = CronState(
                 name=name,
                 last_tick_at=parse_time_key(tick) if tick else None,  # '': run by hand only
@@ -588,7 +538,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     # -- admin -----------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
         flat = self._read("hgetall", self.keys.job(job_id))
-        return _record({_text(k): v for k, v in flat.items()}) if flat else None
+        return record_of({as_text(k): v for k, v in flat.items()}) if flat else None
 
     def list(self, filter: ListFilter) -> list[JobRecord]:
         limit = max(0, min(filter.limit, LIST_LIMIT_MAX))
@@ -617,7 +567,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
                 *_narrowing(filter),
                 filter.workflow or "",
             )
-            found = [_record(_decode(encoded)) for encoded in reply[1:]]
+            found = [record_of(fields_of(encoded)) for encoded in reply[1:]]
             if search:
                 found = [
                     r
@@ -625,7 +575,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
                     if search_matches(filter, kind=r.kind, args=r.args, errors=r.errors)
                 ]
             records.extend(found)
-            cursor = _text(reply[0])
+            cursor = as_text(reply[0])
             if not cursor:
                 break
         return records[:limit]
@@ -633,7 +583,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     def counts(self) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
         for field, value in self._read("hgetall", self.keys.counts()).items():
-            state, _, queue = _text(field).partition(":")
+            state, _, queue = as_text(field).partition(":")
             n = int(value)
             if n > 0:
                 counts.setdefault(queue, {})[state] = n
@@ -643,7 +593,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         encoded = self._run("retry", job_id, time_key(now))
         if not encoded:
             return None
-        record = _record(_decode(encoded))
+        record = record_of(fields_of(encoded))
         if record.state == "available":
             self.wake([record.queue])
         return record
@@ -652,7 +602,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         encoded = self._run("cancel", job_id, time_key(now), self.channel, self.done_channel)
         if not encoded:
             return None
-        record = _record(_decode(encoded))
+        record = record_of(fields_of(encoded))
         if record.state == "cancelled":
             self._ended([job_id])
         return record
@@ -692,7 +642,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             compact(args),
             self.channel,
         )
-        ids = [int(i) for i in _text(reply).split(",") if i]
+        ids = [int(i) for i in as_text(reply).split(",") if i]
         if last:
             # The script published the wake-up for every process; this one's waiters too.
             self.wakeups.wake([step.job.queue for step in steps])
@@ -705,14 +655,14 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         steps = []
         dependencies: dict[int, tuple[int, ...]] = {}
         for i in range(3, len(reply), 2):
-            record = _record(_decode(reply[i]))
+            record = record_of(fields_of(reply[i]))
             steps.append(record)
-            dependencies[record.id] = tuple(int(d) for d in _text(reply[i + 1]).split(",") if d)
+            dependencies[record.id] = tuple(int(d) for d in as_text(reply[i + 1]).split(",") if d)
         return WorkflowRow(
             id=workflow_id,
-            name=_text(reply[0]),
+            name=as_text(reply[0]),
             created_at=parse_time_key(reply[1]),
-            cancelled=_text(reply[2]) == "1",
+            cancelled=as_text(reply[2]) == "1",
             steps=tuple(steps),
             dependencies=dependencies,
         )
@@ -727,7 +677,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     def dependency_results(self, job_id: int) -> dict[str, Any]:
         reply = self._run("dependency_results", job_id)
         return {
-            _text(reply[i]): _stored_json(reply[i + 1] or None, fallback=None)
+            as_text(reply[i]): stored_json(reply[i + 1] or None, fallback=None)
             for i in range(0, len(reply), 2)
         }
 
@@ -740,7 +690,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
 
     def paused_queues(self) -> dict[str, datetime]:
         return {
-            _text(queue): parse_time_key(at)
+            as_text(queue): parse_time_key(at)
             for queue, at in self._read("hgetall", self.keys.paused()).items()
         }
 
@@ -808,7 +758,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             (self.keys.stat_hours(), "stath:") if per == 60 else (self.keys.stat_minutes(), "stat:")
         )
         found = [
-            _text(key) for key in self._read("zrangebyscore", index, first // per, last // per)
+            as_text(key) for key in self._read("zrangebyscore", index, first // per, last // per)
         ]
         # "<prefix>stat:<number>:<queue>": the number is digits, so the queue is the rest.
         named = []
@@ -826,7 +776,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         minutes: dict[str, dict[int, Sequence[int]]] = {}
         for (_, number, queue), found in zip(named, hashes, strict=True):
             if found:  # else it expired since the range read
-                fields = {_text(k): int(v) for k, v in found.items()}
+                fields = {as_text(k): int(v) for k, v in found.items()}
                 row = [fields.get(column, 0) for column in STAT_COLUMNS]
                 minutes.setdefault(queue, {})[number] = row
         return roll_up_rows(minutes, resolution)

@@ -1,5 +1,6 @@
-"""The JSON shapes of the admin routes, shared with ``manage.py jobs --json``: one
-function per answer, so the command prints exactly what the matching route answers.
+"""The JSON shapes of what the surfaces answer: the admin routes build their bodies with these
+functions and ``manage.py jobs --json`` prints them, so the command prints exactly what the
+matching route answers. One function per answer.
 
 Datetimes are ISO 8601 in UTC. Imports only record types, never Django.
 """
@@ -13,6 +14,7 @@ from typing import Any
 from anole_jobs.core import JobRecord
 from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.listing import Page
+from anole_jobs.operations.workers import Overview, WorkerStatus
 from anole_jobs.records import Enqueued, QueueRecord
 from anole_jobs.schedules import CronRecord
 from anole_jobs.workflows import WorkflowRecord
@@ -122,3 +124,43 @@ def enqueued(result: Enqueued) -> dict[str, Any]:
 def error(code: str, message: str) -> dict[str, Any]:
     """Every error answer: a short machine-readable `error` code and a sentence for people."""
     return {"error": code, "message": message}
+
+
+def worker(status: WorkerStatus) -> dict[str, Any]:
+    record = status.record
+    return {
+        "id": record.id,
+        "host": record.host,
+        "pid": record.pid,
+        "version": record.version,
+        "queues": [{"name": q.name, "busy": q.busy, "total": q.total} for q in record.queues],
+        "busy": record.busy,
+        "slots": record.slots,
+        "started_at": iso(record.started_at),
+        "last_seen": iso(record.last_seen),
+        "expires_at": iso(record.expires_at),
+        "late": status.late,
+        "held": record.held,
+        "jobs": [
+            {
+                "id": job.id,
+                "kind": job.kind,
+                "queue": job.queue,
+                "attempt": job.attempt,
+                "started_at": iso(job.started_at),
+                "running": job.running,
+            }
+            for job in record.jobs
+        ],
+    }
+
+
+def workers(view: Overview) -> dict[str, Any]:
+    """The worker processes alive now, what ``GET /workers`` answers."""
+    return {
+        "workers": [worker(status) for status in view.workers],
+        "busy": view.busy,
+        "slots": view.slots,
+        "queues_without_workers": list(view.queues_without_workers),
+        "as_of": iso(view.now),
+    }
