@@ -1,7 +1,8 @@
 """anole_jobs: a durable, at-least-once job queue for Django.
 
 Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled, JobFailed,
-JobNotFinished, JobRecord, ResultTooLarge, Workflow, WorkflowEnqueued, WorkflowRecord``.
+JobNotFinished, JobRecord, NewQueue, ResultTooLarge, Workflow, WorkflowEnqueued,
+WorkflowRecord``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "JobFailed",
     "JobNotFinished",
     "JobRecord",
+    "NewQueue",
     "ResultTooLarge",
     "Unique",
     "Workflow",
@@ -29,6 +31,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from anole_jobs.api import jobs
+    from anole_jobs.bounds import NewQueue
     from anole_jobs.core import JobRecord
     from anole_jobs.errors import Canceled, InvalidJob, JobFailed, JobNotFinished, ResultTooLarge
     from anole_jobs.job import Job
@@ -49,6 +52,7 @@ _LAZY = {
     "JobFailed": "anole_jobs.errors",
     "JobNotFinished": "anole_jobs.errors",
     "JobRecord": "anole_jobs.core",
+    "NewQueue": "anole_jobs.bounds",
     "ResultTooLarge": "anole_jobs.errors",
     "sql": "anole_jobs.stores.database.ddl",
     "Workflow": "anole_jobs.workflows",
