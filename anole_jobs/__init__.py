@@ -1,7 +1,7 @@
 """anole_jobs: a durable, at-least-once job queue for Django.
 
 Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled, JobFailed,
-JobNotFinished, JobNotFound, JobRecord, ResultTooLarge, Workflow, WorkflowEnqueued,
+JobNotFinished, JobNotFound, JobRecord, NewQueue, ResultTooLarge, Workflow, WorkflowEnqueued,
 WorkflowRecord``.
 """
 
@@ -18,6 +18,7 @@ __all__ = [
     "JobNotFinished",
     "JobNotFound",
     "JobRecord",
+    "NewQueue",
     "ResultTooLarge",
     "Unique",
     "Workflow",
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from anole_jobs.api import jobs
+    from anole_jobs.bounds import NewQueue
     from anole_jobs.core import JobRecord
     from anole_jobs.errors import (
         Canceled,
@@ -59,6 +61,7 @@ _LAZY = {
     "JobNotFinished": "anole_jobs.errors",
     "JobNotFound": "anole_jobs.errors",
     "JobRecord": "anole_jobs.core",
+    "NewQueue": "anole_jobs.bounds",
     "ResultTooLarge": "anole_jobs.errors",
     "sql": "anole_jobs.stores.database.frozen",
     "Workflow": "anole_jobs.workflows",

@@ -70,7 +70,8 @@ if apps.is_installed("django.contrib.admin"):
     from django.utils.html import format_html, format_html_join
 
     from anole_jobs.api import jobs
-    from anole_jobs.core import STATES
+    from anole_jobs.bounds import name_problem
+    from anole_jobs.core import MAX_JOB_ID, STATES
     from anole_jobs.operations import actions as job_actions
     from anole_jobs.operations.bulk import LABELS as BULK_LABELS
     from anole_jobs.operations.bulk import PAST_TENSE
@@ -79,6 +80,8 @@ if apps.is_installed("django.contrib.admin"):
 
     #: The confirmation page's field that says "yes, act on all of them".
     CONFIRM_FIELD = "confirm_all_matching"
+    #: The list's filters that hold a queue or kind name (checked by the rule for names).
+    NAME_FILTERS = ("queue", "queue__exact", "kind", "kind__exact")
     from anole_jobs.operations.display import display_kind
     from anole_jobs.operations.ids import job_id_or_none
     from anole_jobs.operations.permissions import permitted
@@ -242,7 +245,33 @@ if apps.is_installed("django.contrib.admin"):
                     # PostgreSQL refuses a NUL in text outright (a DataError, not a miss).
                     message = f"{name}: no job holds a NUL character"
                     return problem_page(Problem(status=400, code="bad_request", message=message))
+                if name in NAME_FILTERS:
+                    for value in values:
+                        problem = name_problem(value, what=name)
+                        if problem is not None:
+                            return problem_page(
+                                Problem(status=400, code="bad_filter", message=problem)
+                            )
             return shown(lambda: parent(request, extra_context))
+
+        def response_action(
+            self, request: HttpRequest, queryset: QuerySet[Any], *args: Any, **kwargs: Any
+        ) -> HttpResponse | None:
+            """Django's actions filter the rows by the ids the form sent: one that is not a
+            job id (a tampered form: text, a NUL, beyond 2**63) would fail in the database.
+            Such a form is refused with a message, and the list shown again."""
+            selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+            bad = next((value for value in selected if job_id_or_none(value) is None), None)
+            if bad is not None:
+                shown_value = bad if len(bad) <= 30 else bad[:30] + "…"
+                self.message_user(
+                    request,
+                    f"Nothing done: {shown_value!r} is not a job id "
+                    f"(ids are whole numbers from 1 to {MAX_JOB_ID}).",
+                    messages.ERROR,
+                )
+                return None  # Django then redirects back to the list
+            return super().response_action(request, queryset, *args, **kwargs)
 
         def changeform_view(
             self,

@@ -21,6 +21,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         return messages
     settings = conf.read_settings()
     messages.extend(_kind_queues(settings))
+    messages.extend(_partitions(settings))
     messages.extend(_admin_permission(settings))
     messages.extend(_error_reporter(settings))
     messages.extend(_store_extras(settings))
@@ -71,6 +72,45 @@ def _kind_queues(settings: conf.Settings) -> list[checks.CheckMessage]:
         for spec in registry.kinds()
         if spec.queue not in settings.queues
     ]
+
+
+def _partitions(settings: conf.Settings) -> list[checks.CheckMessage]:
+    """E018: a queue's `partition` names an args field that no kind of the queue has. Every
+    job would then fall in the one partition of the missing value, and a limit meant per
+    customer would hold for all customers together, silently. The kinds of a queue are those
+    that declare it (when none does, every kind: jobs may reach it with ``queue=``)."""
+    import dataclasses
+
+    from anole_jobs.kinds import registry
+
+    kinds = registry.kinds()
+    messages: list[checks.CheckMessage] = []
+    for name, config in settings.queues.items():
+        own = [spec for spec in kinds if spec.queue == name]
+        candidates = own or kinds
+        if not config.limits.partition or not candidates:
+            continue
+        fields = [{f.name for f in dataclasses.fields(spec.args_type)} for spec in candidates]
+        for field in config.limits.partition:
+            if any(field in names for names in fields):
+                continue
+            whose = (
+                f"none of the kinds of queue {name!r} "
+                f"({', '.join(sorted(repr(spec.name) for spec in own))})"
+                if own
+                else "no kind"
+            )
+            messages.append(
+                checks.Error(
+                    f"QUEUES[{name!r}]['partition'] names the args field {field!r}, which "
+                    f"{whose} has: all its jobs would share one partition, and the queue's "
+                    "limits would hold for all of them together, not per value",
+                    hint=f"name a field of the queue's kinds, or add {field!r} to them "
+                    "(see docs/limits.md)",
+                    id="anole_jobs.E018",
+                )
+            )
+    return messages
 
 
 def _admin_permission(settings: conf.Settings) -> list[checks.CheckMessage]:

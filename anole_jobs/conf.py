@@ -4,7 +4,8 @@
 raises `ConfigurationError` listing every problem. `problems()` returns the same findings as
 data for the system checks, which must never raise nor connect to a server.
 
-Leaf rule: imports only Django settings helpers, `durations`, `clock` and `errors`.
+Leaf rule: imports only Django settings helpers, `bounds`, `durations`, `clock`, `errors`
+and `limits`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.utils.module_loading import import_string
 
+from anole_jobs.bounds import name_problem
 from anole_jobs.clock import Clock, checked, system_clock
 from anole_jobs.core import FINAL_STATES
 from anole_jobs.durations import to_timedelta
@@ -328,8 +330,9 @@ class _Parser:
             return {"default": QueueConfig(name="default")}
         queues: dict[str, QueueConfig] = {}
         for name, options in value.items():
-            if not isinstance(name, str) or not name:
-                self.error("E006", f"queue names must be non-empty strings, got {name!r}")
+            problem = name_problem(name, what="a queue name in QUEUES")
+            if problem is not None:
+                self.error("E006", problem)
                 continue
             if not isinstance(options, Mapping):
                 self.error("E006", f"QUEUES[{name!r}] must be a dict of options, got {options!r}")

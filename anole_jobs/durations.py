@@ -22,7 +22,10 @@ def to_timedelta(
     elif isinstance(value, (int, float)):
         if not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
-        result = timedelta(seconds=value)
+        try:
+            result = timedelta(seconds=value)
+        except OverflowError:  # over 999,999,999 days: no timedelta (nor store) holds it
+            raise ValueError(f"{name} is too long: {value!r} seconds") from None
     else:
         raise ValueError(
             f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}"

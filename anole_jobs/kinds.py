@@ -3,7 +3,7 @@
 A kind is declared on its args dataclass; `@jobs.handler(ArgsType)` registers the function
 that runs it. Both registries live here so that decorating at import time needs no settings.
 
-Leaf rule: imports only `durations`, `errors`, `backoff` and `unique`.
+Leaf rule: imports only `bounds`, `durations`, `errors`, `backoff` and `unique`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ImproperlyConfigured
 
 from anole_jobs.backoff import Backoff
+from anole_jobs.bounds import check_name, count_problem
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob
 from anole_jobs.unique import Unique
@@ -134,19 +135,6 @@ def _origin(obj: Any) -> str:
 registry = Registry()
 
 
-def check_name(value: object, *, what: str, where: str) -> str:
-    """A kind or queue name: a non-empty str of printable text every store can write (no
-    control characters such as NUL, no lone surrogates); raises `InvalidJob` otherwise."""
-    if not isinstance(value, str) or not value:
-        raise InvalidJob(f"{where}: {what} must be a non-empty string, got {value!r}")
-    if not value.isprintable() or any("\ud800" <= c <= "\udfff" for c in value):
-        raise InvalidJob(
-            f"{where}: {what} {value!r} contains a control character or a lone surrogate; "
-            "use printable text such as 'emails.send'"
-        )
-    return value
-
-
 def kind(
     name: str,
     *,
@@ -159,11 +147,12 @@ def kind(
 ) -> Callable[[type[T]], type[T]]:
     """Declare a dataclass as the arguments of job kind `name`."""
     where = f"kind({name!r})"
-    check_name(name, what="kind name", where="kind()")
-    check_name(queue, what="queue", where=where)
+    name = check_name(name, what="a kind name", where="kind()")
+    queue = check_name(queue, what="a queue name", where=where)
     check_priority(priority, where=where)
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-        raise InvalidJob(f"{where}: attempts must be an int >= 1, got {attempts!r}")
+    problem = count_problem(attempts, what="attempts")
+    if problem is not None:
+        raise InvalidJob(f"{where}: {problem}")
     if backoff is not None and not callable(backoff):
         raise InvalidJob(f"{where}: backoff must be a callable (attempt) -> timedelta")
     timeout_td = _duration(timeout, where=f"{where} timeout")

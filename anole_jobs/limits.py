@@ -13,7 +13,7 @@ it reads what runs and the recent claims, and asks `plan` which candidates it ma
 held back stays ``available`` with its attempt unchanged; the plan says when the rate window
 lets the next claim in, so a worker sleeps until then instead of polling.
 
-A leaf module: it imports nothing of anole_jobs but `durations`.
+A leaf module: it imports nothing of anole_jobs but `bounds` and `durations`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from anole_jobs.bounds import COUNT_MAX, count_problem
 from anole_jobs.durations import to_timedelta
 
 #: `jobs.set_limits`'s default: leave that limit as it is stored.
@@ -34,7 +35,7 @@ KEEP: Any = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
 #: The options of a queue in QUEUES that set its limits.
 LIMIT_KEYS = ("global_concurrency", "rate_limit", "partition")
 PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0}
-_RATE = re.compile(r"^\s*(\d+)\s*/\s*([smh])\s*$")
+_RATE = re.compile(r"^\s*([0-9]+)\s*/\s*([smh])\s*$")
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,11 @@ def parse_rate(value: object, *, name: str = "rate_limit") -> RateLimit:
             raise ValueError(
                 f'{name} must look like "N/s", "N/m" or "N/h" (N a whole number), got {value!r}'
             )
-        count, period = int(match.group(1)), timedelta(seconds=PERIODS[match.group(2)])
+        digits = match.group(1).lstrip("0") or "0"
+        if len(digits) > len(str(COUNT_MAX)):  # int() of thousands of digits refuses anyway
+            raise ValueError(f"{name} may allow at most {COUNT_MAX} jobs per period")
+        count = int(digits)
+        period = timedelta(seconds=PERIODS[match.group(2)])
     elif isinstance(value, (tuple, list)) and len(value) == 2:
         count = value[0]
         if isinstance(count, bool) or not isinstance(count, int):
@@ -84,15 +89,19 @@ def parse_rate(value: object, *, name: str = "rate_limit") -> RateLimit:
         )
     if count < 1:
         raise ValueError(f"{name} must allow at least 1 job per period, got {count}")
+    if count > COUNT_MAX:
+        raise ValueError(f"{name} may allow at most {COUNT_MAX} jobs per period, got {count}")
     if period <= timedelta(0):
         raise ValueError(f"{name}'s period must be positive, got {period}")
     return RateLimit(count, period)
 
 
 def parse_concurrency(value: object, *, name: str = "global_concurrency") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+    """A whole number from 1 to `bounds.COUNT_MAX`; `ValueError` naming `name` otherwise."""
+    problem = count_problem(value, what=name)
+    if problem is not None:
+        raise ValueError(problem)
+    return value  # type: ignore[return-value]  # checked: an int
 
 
 def parse_partition(value: object, *, name: str = "partition") -> tuple[str, ...]:

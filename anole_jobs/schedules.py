@@ -1,8 +1,9 @@
 """Cron schedules: the `CRON` entries, parsed and validated, and their tick arithmetic.
 
-A leaf: it imports only `codec`, `errors`, `kinds` and `unique` (and cronsim, a five-field cron
-parser that follows Debian cron, including its daylight-saving rules). What runs the entries
-lives elsewhere: the leader's duty in `maintenance/cron.py`, the admin calls in the service.
+A leaf: it imports only `bounds`, `codec`, `errors`, `kinds` and `unique` (and cronsim, a
+five-field cron parser that follows Debian cron, including its daylight-saving rules). What
+runs the entries lives elsewhere: the leader's duty in `maintenance/cron.py`, the admin calls
+in the service.
 
 - **Parsing and validation** (`parse_cron`, `validate_cron`, `load_cron`): every problem of
   every entry is reported at once, each message naming the entry. The system checks report
@@ -26,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.utils.module_loading import import_string
 
 from anole_jobs import codec
+from anole_jobs.bounds import name_problem
 from anole_jobs.errors import ConfigurationError, InvalidJob
 from anole_jobs.kinds import check_priority, spec_of
 
@@ -239,8 +241,8 @@ def _parse_entry(index: int, raw: object, errors: list[str]) -> CronEntry | None
     missing = [key for key in REQUIRED_KEYS if key not in raw]
     if missing:
         found.append(f"missing {', '.join(map(repr, missing))}")
-    if "name" in raw and not (isinstance(name, str) and name):
-        found.append(f"name must be a non-empty string, got {name!r}")
+    if "name" in raw and name_problem(name) is not None:
+        found.append(str(name_problem(name, what="name")))
 
     schedule = raw.get("schedule")
     if "schedule" in raw:
@@ -268,8 +270,8 @@ def _parse_entry(index: int, raw: object, errors: list[str]) -> CronEntry | None
             found.append(f"args do not decode into {job_type.__qualname__}: {exc}")
 
     queue = raw.get("queue")
-    if queue is not None and (not isinstance(queue, str) or not queue):
-        found.append(f"queue must be a non-empty string, got {queue!r}")
+    if queue is not None and name_problem(queue) is not None:
+        found.append(str(name_problem(queue, what="queue")))
 
     priority = raw.get("priority")
     if priority is not None:

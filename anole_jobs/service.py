@@ -22,6 +22,14 @@ from typing import Any, TypedDict, TypeVar, Unpack, cast
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from anole_jobs import codec, events, tracing
+from anole_jobs.bounds import (
+    NewQueue,
+    check_name,
+    close_names,
+    name_problem,
+    search_int_problem,
+    text_problem,
+)
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import Settings
 from anole_jobs.core import (
@@ -39,7 +47,6 @@ from anole_jobs.kinds import (
     KIND_ATTRIBUTE,
     KindSpec,
     Registry,
-    check_name,
     check_priority,
     spec_of,
 )
@@ -254,12 +261,7 @@ class JobService:
         priority = options.get("priority")
         job_priority = check_priority(spec.priority if priority is None else priority, where=where)
         queue = options.get("queue")
-        job_queue = spec.queue if queue is None else queue
-        # A str that passed once passes again (anything else is checked, and refused, each time).
-        if type(job_queue) is not str or job_queue not in self._good_queues:
-            check_name(job_queue, what="queue", where=where)
-            if len(self._good_queues) < 1000:
-                self._good_queues.add(job_queue)
+        job_queue = spec.queue if queue is None else self.declared_queue(queue, where=where)
         scheduled_at = self._scheduled_at(now, options.get("delay"), options.get("run_at"), where)
         unique = options.get("unique")
         job_unique = spec.unique if unique is None else unique
@@ -273,6 +275,34 @@ class JobService:
             state="scheduled" if scheduled_at > now else "available",
             unique=job_unique,
         )
+
+    def declared_queue(self, value: object, *, where: str) -> str:
+        """`value` if it names a queue this code declares (in ``QUEUES``, on a kind or on a
+        ``CRON`` entry) or is a `NewQueue` (a new queue on purpose); else `InvalidJob` with
+        "did you mean": a mistyped queue would store jobs that no worker ever runs."""
+        # A str that passed once passes again (anything else is checked, and refused, each time).
+        if type(value) is str and value in self._good_queues:
+            return value
+        name = check_name(value, what="a queue name", where=where)
+        if isinstance(value, NewQueue):
+            return name
+        declared = self.declared_queues()
+        if name not in declared:
+            raise InvalidJob(f"{where}: {unknown_queue(name, declared)}")
+        if len(self._good_queues) < 1000:
+            self._good_queues.add(name)
+        return name
+
+    def declared_queues(self) -> set[str]:
+        """The queues this code declares: those in ``QUEUES``, those its kinds name and those
+        its ``CRON`` entries name."""
+        names = set(self.settings.queues)
+        names.update(spec.queue for spec in self.registry.kinds())
+        for entry in self.settings.cron:
+            queue = entry.get("queue") if isinstance(entry, Mapping) else None
+            if isinstance(queue, str):
+                names.add(queue)
+        return names
 
     @staticmethod
     def _scheduled_at(
@@ -289,6 +319,8 @@ class JobService:
                 return now + to_timedelta(delay, name="delay")
             except ValueError as exc:
                 raise InvalidJob(f"{where}: {exc}") from None
+            except OverflowError:  # past the year 9999, which no datetime (nor store) holds
+                raise InvalidJob(f"{where}: delay {delay!r} ends after the year 9999") from None
         return now
 
     # -- enqueueing ------------------------------------------------------------------------
@@ -526,11 +558,14 @@ class JobService:
             raise InvalidJob(f"unknown state {state!r}; states are {', '.join(STATES)}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidJob(f"limit must be a positive int, got {limit!r}")
-        for name, value in (("queue", queue), ("kind", kind), ("workflow", workflow)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidJob(f"the {name} filter must be a string, got {value!r}")
-            if value is not None and not _storable(value):
-                return []  # no job can have a NUL or a lone surrogate in its queue or kind
+        for name, value in (("queue", queue), ("kind", kind)):
+            problem = None if value is None else name_problem(value, what=f"the {name} filter")
+            if problem is not None:
+                raise InvalidJob(problem)
+        if workflow is not None and not isinstance(workflow, str):
+            raise InvalidJob(f"the workflow filter must be a string, got {workflow!r}")
+        if workflow is not None and not _storable(workflow):
+            return []  # no workflow id holds a NUL or a lone surrogate
         filter = ListFilter(
             state=state,
             queue=queue,
@@ -733,9 +768,18 @@ class JobService:
         rate_limit: object = KEEP,
     ) -> QueueRecord:
         """Store limits for `queue` in place of its settings'; None returns one to the
-        settings, an omitted one stays as stored. `ValueError` for a bad value."""
+        settings, an omitted one stays as stored. `ValueError` for a bad value; `InvalidJob`
+        for a queue that is neither declared (``QUEUES``, a kind, a ``CRON`` entry) nor known
+        to the store (jobs, a pause, limits), unless it is a `NewQueue`."""
         name = queue_name(queue)
-        stored = self.store.runtime_limits().get(name, RuntimeLimits())
+        runtime = self.store.runtime_limits()
+        if not isinstance(queue, NewQueue) and name not in runtime:
+            known = self.declared_queues()
+            if name not in known:
+                known |= set(self.store.paused_queues()) | set(self.store.counts())
+            if name not in known:
+                raise InvalidJob(f"set_limits({name!r}): {unknown_queue(name, known)}")
+        stored = runtime.get(name, RuntimeLimits())
         concurrency, rate = stored.global_concurrency, stored.rate_limit
         if global_concurrency is not KEEP:
             concurrency = (
@@ -807,6 +851,9 @@ def _search_terms(
         except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidJob(f"the args filter must be plain JSON: {exc}") from None
         args = json.loads(text)
+        problem = search_int_problem(args)
+        if problem is not None:
+            raise InvalidJob(problem)
     if not all(_storable(v) for v in (kind_prefix or "", error or "", *_strings(args))):
         return None
     return {
@@ -832,24 +879,21 @@ def _strings(value: Any) -> Iterable[str]:
 
 def _storable(text: str) -> bool:
     """Whether every store can hold `text` (PostgreSQL refuses NUL; UTF-8, lone surrogates)."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
+    return text_problem(text) is None
 
 
 def queue_name(value: object) -> str:
     """`value` if it can name a queue in every store, else `InvalidJob` saying why."""
-    if not isinstance(value, str) or not value:
-        raise InvalidJob(f"a queue name is a non-empty string, got {value!r}")
-    if not _storable(value):
-        raise InvalidJob(
-            f"a queue name cannot contain NUL characters or lone surrogates, got {value!r}"
-        )
-    return value
+    return check_name(value, what="a queue name")
+
+
+def unknown_queue(name: str, known: Collection[str]) -> str:
+    """Why queue `name` is refused as a likely typo, and the two ways to use it anyway."""
+    return (
+        f"no queue named {name!r}: it is not in ANOLE_JOBS['QUEUES'] and no kind declares it"
+        f"{close_names(name, known)} (add it to QUEUES, or pass NewQueue({name!r}) from "
+        "anole_jobs to use a new queue on purpose)"
+    )
 
 
 def _job_id(value: object) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from anole_jobs.bounds import check_name, text_problem
 from anole_jobs.core import FINAL_STATES, STATES, JobRecord, WorkflowRow
 from anole_jobs.durations import Duration
 from anole_jobs.errors import InvalidJob
@@ -48,6 +49,9 @@ class Workflow:
     def __init__(self, name: str = "workflow") -> None:
         if not isinstance(name, str) or not name:
             raise InvalidJob(f"a workflow's name is a non-empty string, got {name!r}")
+        problem = text_problem(name)
+        if problem is not None:  # a label, of any length: only what no store can hold
+            raise InvalidJob(f"a workflow's name {problem}, got {name!r}")
         self.name = name
         self._steps: dict[str, StepSpec] = {}
 
@@ -93,8 +97,8 @@ class Workflow:
             name = f"step-{len(self._steps) + 1}"
             while name in self._steps:
                 name += "'"
-        elif not isinstance(name, str) or not name:
-            raise InvalidJob(f"a step's name is a non-empty string, got {name!r}")
+        else:
+            name = check_name(name, what="a step's name", where=f"workflow {self.name!r}")
         if name in self._steps:
             raise InvalidJob(f"workflow {self.name!r} already has a step named {name!r}")
         if isinstance(after, str):

@@ -18,6 +18,7 @@ from django.core.management.base import CommandError
 from anole_jobs.core import STATES
 from anole_jobs.operations import bulk
 from anole_jobs.operations.listing import Listing, parse_args, parse_search_text
+from anole_jobs.operations.names import parse_name
 from anole_jobs.operations.problems import OperationError
 
 #: The filter options of a bulk action, by the listing field each sets.
@@ -82,11 +83,22 @@ def wants_bulk(options: dict[str, Any]) -> bool:
     return any(_option(options, field) is not None for field in FILTER_OPTIONS)
 
 
+def check_names(options: dict[str, Any]) -> None:
+    """``--queue`` and ``--kind`` by the rule for names: a usage error (exit 2) otherwise."""
+    for field in ("queue", "kind"):
+        value = options.get(field)
+        if value == "":
+            raise CommandError(f"--{field} must not be empty", returncode=2)
+        if value is not None:
+            try:
+                parse_name(f"--{field}", value)
+            except OperationError as exc:
+                raise CommandError(exc.message, returncode=2) from None
+
+
 def listing_of(options: dict[str, Any]) -> Listing:
     values: dict[str, Any] = {field: _option(options, field) for field in FILTER_OPTIONS}
-    for field in ("queue", "kind"):
-        if values[field] == "":
-            raise CommandError(f"--{field} must not be empty", returncode=2)
+    check_names(values)
     return bulk.check_filtered(Listing(**values))
 
 

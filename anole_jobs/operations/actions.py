@@ -3,22 +3,25 @@ and whether it changed anything: cancelling a job that already finished, pausing
 queue or triggering a cron entry whose unique job already waits changes nothing, and the
 surfaces say so.
 
-A job or cron entry that does not exist raises `NotFound`. Pausing or resuming a queue that is
-neither in ``QUEUES`` nor known to the store (no jobs, no pause) is refused with `NotFound`
-and the nearest known names ("did you mean"), unless the caller passes ``create=True``: a
-mistyped name would otherwise create a paused, empty queue and answer success.
+A job or cron entry that does not exist raises `NotFound`. A queue name that breaks the rule
+for names (`anole_jobs.bounds`: at most 200 printable characters) is `BadInput`. Pausing,
+resuming or limiting a queue that is neither in ``QUEUES`` nor known to the store (no jobs, no
+pause) is refused with `NotFound` and the nearest known names ("did you mean"), unless the
+caller passes ``create=True``: a mistyped name would otherwise create a paused, empty queue
+and answer success.
 """
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from anole_jobs.api import jobs
+from anole_jobs.bounds import NewQueue, close_names
 from anole_jobs.core import LIVE_STATES, JobRecord
 from anole_jobs.errors import JobNotFound
 from anole_jobs.limits import KEEP, parse_concurrency, parse_rate
+from anole_jobs.operations.names import parse_name
 from anole_jobs.operations.problems import BadInput, NotFound
 from anole_jobs.records import Enqueued, QueueRecord
 
@@ -92,10 +95,8 @@ def known_queues() -> dict[str, QueueRecord]:
 
 
 def _unknown_queue(name: str, known: dict[str, QueueRecord], how_to_create: str) -> NotFound:
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    suggestion = f"; did you mean {' or '.join(repr(n) for n in close)}?" if close else ""
     return NotFound(
-        f"no queue named {name!r}: it is not in QUEUES and holds no jobs{suggestion} "
+        f"no queue named {name!r}: it is not in QUEUES and holds no jobs{close_names(name, known)} "
         f"({how_to_create} to use a new queue anyway)",
         code="unknown_queue",
     )
@@ -104,6 +105,7 @@ def _unknown_queue(name: str, known: dict[str, QueueRecord], how_to_create: str)
 def _queue_action(
     name: str, *, pause: bool, create: bool, how_to_create: str
 ) -> Outcome[QueueRecord]:
+    parse_name("queue", name)
     known = known_queues()
     before = known.get(name)
     if before is None and not create:
@@ -147,12 +149,13 @@ def set_limits(
                 parse(value, name=field)
             except ValueError as exc:
                 raise BadInput(field, str(exc)) from None
+    parse_name("queue", name)
     known = known_queues()
     before = known.get(name)
     if before is None and not create:
         raise _unknown_queue(name, known, how_to_create)
     record = jobs.set_limits(
-        name,
+        NewQueue(name),  # known to the store, or new on purpose: checked above
         global_concurrency=global_concurrency,  # type: ignore[arg-type]  # checked above
         rate_limit=rate_limit,  # type: ignore[arg-type]
     )

@@ -15,8 +15,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from anole_jobs.api import jobs
+from anole_jobs.bounds import search_int_problem
 from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID, STATES, JobRecord
 from anole_jobs.operations.ids import job_id_or_none
+from anole_jobs.operations.names import parse_name
 from anole_jobs.operations.problems import BadInput
 
 #: The search terms a listing takes (see "search" at the end of this module).
@@ -109,7 +111,7 @@ def parse_after(text: str) -> int:
 def _name(field: str, text: str) -> str:
     if text == "":
         raise BadInput(field, f"{field} must not be empty", code=_CODE)
-    return text
+    return parse_name(field, text, code=_CODE)
 
 
 def _workflow(text: str) -> str:
@@ -249,6 +251,9 @@ def parse_args(text: str) -> str:
         raise BadInput("args", f"{example}; {text!r} is not JSON", code=_CODE) from None
     if not isinstance(value, dict) or not value:
         raise BadInput("args", f"{example} with at least one key, got {text!r}", code=_CODE)
+    problem = search_int_problem(value)
+    if problem is not None:
+        raise BadInput("args", problem, code=_CODE)
     return text
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from anole_jobs.api import jobs
 from anole_jobs.operations.clock import now as clock_now
+from anole_jobs.operations.names import parse_name
 from anole_jobs.operations.problems import BadInput
 from anole_jobs.stores.stats import (
     RUNTIME_BUCKETS_MS,
@@ -92,6 +93,8 @@ def parse_stats(query: Mapping[str, Sequence[str]], *, blank_is_absent: bool = F
     queue = values.get("queue")
     if queue == "":
         raise BadInput("queue", "queue must not be empty", code=_CODE)
+    if queue is not None:
+        parse_name("queue", queue, code=_CODE)
     return StatsQuery(queue=queue, period=parse_period(values.get("period", DEFAULT_PERIOD)))
 
 

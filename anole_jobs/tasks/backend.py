@@ -21,6 +21,7 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
 from anole_jobs.api import jobs
+from anole_jobs.bounds import NewQueue, count_problem, name_problem
 from anole_jobs.core import JobRecord
 from anole_jobs.durations import to_timedelta
 from anole_jobs.tasks import compat
@@ -41,9 +42,10 @@ OPTION_NAMES = ("attempts", "timeout")
 def _attempts(value: object, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where}: attempts must be an int >= 1, got {value!r}")
-    return value
+    problem = count_problem(value, what="attempts")
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
+    return int(value)  # type: ignore[call-overload]  # checked: an int
 
 
 def _timeout(value: object, where: str) -> float | None:
@@ -98,8 +100,9 @@ class AnoleBackend(compat.BaseTaskBackend):
         accepts and valid per-task options."""
         super().validate_task(task)
         where = f"task {task.module_path}"
-        if not isinstance(task.queue_name, str) or not task.queue_name:
-            raise compat.InvalidTask(f"{where}: queue_name must be a non-empty string")
+        problem = name_problem(task.queue_name, what="queue_name")
+        if problem is not None:
+            raise compat.InvalidTask(f"{where}: {problem}")
         if isinstance(task.priority, bool) or not (
             compat.TASK_MIN_PRIORITY <= task.priority <= compat.TASK_MAX_PRIORITY
         ):
@@ -176,7 +179,9 @@ class AnoleBackend(compat.BaseTaskBackend):
         )
         enqueued = jobs.enqueue(
             call,
-            queue=task.queue_name,
+            # Django checked the name against this backend's QUEUES (any name when it lists
+            # none, as Django's tasks framework has it): a queue used on purpose.
+            queue=NewQueue(task.queue_name),
             priority=task.priority,
             run_at=task.run_after,
             meta={META_KEY: task_meta(task)},

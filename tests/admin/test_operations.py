@@ -10,6 +10,7 @@ import pytest
 from django.db import OperationalError, ProgrammingError
 from django.test import RequestFactory
 
+from anole_jobs import NewQueue
 from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID
 from anole_jobs.errors import InvalidJob, StoreUnavailable
 from anole_jobs.operations import actions
@@ -178,7 +179,7 @@ def test_a_queue_nobody_knows_is_refused_with_did_you_mean(env):
     created = actions.pause("reports/eu", create=True)
     assert created.changed and created.record.name == "reports/eu"
     assert actions.resume("reports/eu").changed  # known now: by its pause
-    env.jobs.enqueue(Work(), queue="bulk")
+    env.jobs.enqueue(Work(), queue=NewQueue("bulk"))
     assert actions.pause("bulk").changed  # known by its jobs
 
 

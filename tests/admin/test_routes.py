@@ -18,7 +18,7 @@ from asgiref.sync import async_to_sync
 from django.db import OperationalError
 from django.test import AsyncClient, Client
 
-from anole_jobs import Workflow
+from anole_jobs import NewQueue, Workflow
 from anole_jobs.admin_api.openapi import document
 from anole_jobs.admin_api.routes import COMMON_STATUSES, ROUTES, WRONG_METHOD, Route
 from anole_jobs.errors import StoreUnavailable
@@ -203,7 +203,7 @@ def test_bad_filters_answer_400_naming_the_problem(env, staff, query):
 )
 def test_sql_looking_filter_values_are_plain_values(env, staff, value):
     env.jobs.enqueue(Work())
-    job = env.jobs.enqueue(Work(), queue=value)
+    job = env.jobs.enqueue(Work(), queue=NewQueue(value))
     for name in ("queue", "kind"):
         response = staff.get(f"{MOUNT}jobs", {name: value})
         assert response.status_code == 200

@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from anole_jobs import NewQueue
 from anole_jobs.operations.workers import overview
 from anole_jobs.stores.workers import HeldJob, QueueSlots, WorkerRecord
 from tests.admin.support import MOUNT, configure_admin
@@ -102,7 +103,7 @@ def test_a_late_worker_is_flagged_and_an_expired_one_is_gone(env, staff):
 
 def test_queues_with_waiting_jobs_and_no_worker_are_named(env, staff):
     env.jobs.enqueue(Work(), queue="mail")
-    env.jobs.enqueue(Work(), queue="reports")
+    env.jobs.enqueue(Work(), queue=NewQueue("reports"))
     env.jobs.pause("reports")  # a paused queue waits on purpose
     record_worker(env)  # runs "default" only
     assert staff.get(MOUNT + "workers").json()["queues_without_workers"] == ["mail"]

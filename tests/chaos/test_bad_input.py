@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anole_jobs import InvalidJob, kind
+from anole_jobs import InvalidJob, NewQueue, kind
+from anole_jobs.bounds import NAME_MAX
 
 FUZZ = settings(
     max_examples=40,
@@ -201,6 +202,20 @@ def test_odd_queue_names_are_refused_at_enqueue(env: Any) -> None:
 
 
 def test_unusual_but_printable_names_work(env: Any) -> None:
-    for name in ("emails.send", "é-☃/queue:1", "x" * 300, "os.system"):
-        job_id = env.jobs.enqueue(FuzzArgs(value=1), queue=name).id
+    for name in ("emails.send", "é-☃/queue:1", "x" * NAME_MAX, "os.system"):
+        job_id = env.jobs.enqueue(FuzzArgs(value=1), queue=NewQueue(name)).id
         assert env.jobs.get(job_id).queue == name
+
+
+def test_a_name_longer_than_every_store_holds_is_refused_before_the_store(env: Any) -> None:
+    """A name of 201 characters and more is refused with the limit named: PostgreSQL would
+    refuse a long one in an index row, and call that an outage."""
+    for name in ("x" * (NAME_MAX + 1), "q" * 10_000):
+        with pytest.raises(InvalidJob, match=f"at most {NAME_MAX} characters"):
+            env.jobs.enqueue(FuzzArgs(value=1), queue=NewQueue(name))
+        with pytest.raises(InvalidJob, match=f"at most {NAME_MAX} characters"):
+            env.jobs.pause(name)
+        with pytest.raises(InvalidJob, match=f"at most {NAME_MAX} characters"):
+            kind(name)
+    assert stored_count(env) == 0
+    assert env.store.paused_queues() == {}

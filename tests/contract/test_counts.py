@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.db import connections, transaction
 
-from anole_jobs import Unique
+from anole_jobs import NewQueue, Unique
 from anole_jobs.stores.database.base import FOLD_AFTER
 from anole_jobs.testing.contract import race
 from anole_jobs.testing.contract.jobs_machine import recount
@@ -116,7 +116,7 @@ def test_postgres_counts_across_two_open_transactions(settings, clock):
         assert len(jobs.step().outcomes()) == 5  # claims and finishes the committed jobs
         counts_while_open = jobs.counts()
         for _ in range(FOLD_AFTER + 1):  # enough delta rows that counts() folds them
-            jobs.enqueue_many([Work()], queue="bulk")
+            jobs.enqueue_many([Work()], queue=NewQueue("bulk"))
         assert jobs.counts()["bulk"] == {"available": FOLD_AFTER + 1}
         release.set()
         thread.join(60)
@@ -147,13 +147,13 @@ def test_postgres_concurrent_folds_stay_exact(settings, clock):
     settings.ANOLE_JOBS = base_anole_settings("postgres", clock)
     try:
         for i in range(300):
-            jobs.enqueue(Work(), queue=f"q{i % 3}")
+            jobs.enqueue(Work(), queue=NewQueue(f"q{i % 3}"))
         store = jobs.service.store.inner
 
         def fold(_: int) -> None:
             for _ in range(5):
                 store.fold_counts()
-                jobs.enqueue(Work(), queue="q0")
+                jobs.enqueue(Work(), queue=NewQueue("q0"))
 
         race(3, fold)
         store.fold_counts()

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from anole_jobs import InvalidJob, conf
+from anole_jobs import InvalidJob, NewQueue, conf
 from anole_jobs.records import QueueRecord
 from anole_jobs.stores import open_store
 from anole_jobs.testing.contract import race
@@ -88,7 +88,7 @@ def test_any_queue_name_may_be_paused(env):
     odd = "reports/nightly: 'x'; DROP TABLE jobs; --"
     record = env.jobs.pause(odd)
     assert record == QueueRecord(name=odd, paused=True, counts={})
-    job = env.jobs.enqueue(Work(), queue=odd)
+    job = env.jobs.enqueue(Work(), queue=NewQueue(odd))
     assert claim_at(env.store, env.clock(), limit=5, queue=odd) == []
     env.jobs.resume(odd)
     (claimed,) = claim_at(env.store, env.clock(), limit=5, queue=odd)
@@ -97,7 +97,7 @@ def test_any_queue_name_may_be_paused(env):
 
 def test_pausing_one_queue_leaves_a_similar_name_alone(env):
     env.jobs.pause("mail")
-    job = env.jobs.enqueue(Work(), queue="mail2")
+    job = env.jobs.enqueue(Work(), queue=NewQueue("mail2"))
     assert [c.record.id for c in claim_at(env.store, env.clock(), limit=5, queue="mail2")] == [
         job.id
     ]
@@ -113,7 +113,7 @@ def test_bad_queue_names_are_refused(env, name):
 
 def test_queues_lists_configured_queues_queues_with_jobs_and_paused_queues(env):
     env.jobs.enqueue_many([Work(), Work()])
-    env.jobs.enqueue(Work(), queue="reports", delay=30)
+    env.jobs.enqueue(Work(), queue=NewQueue("reports"), delay=30)
     env.jobs.pause("idle")
     assert env.jobs.queues() == [
         QueueRecord(name="default", paused=False, counts={"available": 2}),

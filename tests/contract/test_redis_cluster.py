@@ -15,7 +15,7 @@ import pytest
 import redis
 from django.core import checks
 
-from anole_jobs import InvalidJob, Workflow
+from anole_jobs import InvalidJob, NewQueue, Workflow
 from anole_jobs.errors import ConfigurationError
 from anole_jobs.stores.redis.cluster import RedisClusterStore
 from anole_jobs.stores.redis.keys import LUA, SLOTS, key_slot, queue_slot, slot_tag
@@ -45,8 +45,8 @@ def queues_on_distinct_masters(cluster: Any, n: int = 3) -> dict[str, int]:
 def test_queues_spread_over_the_masters_and_each_stays_in_its_slot(env, local_redis_cluster):
     placed = queues_on_distinct_masters(local_redis_cluster)
     assert len(set(placed.values())) == 3
-    enqueued = [(queue, env.jobs.enqueue(Work(tag=queue), queue=queue).id) for queue in placed]
-    enqueued += [(queue, env.jobs.enqueue(Work(tag=queue), queue=queue).id) for queue in placed]
+    enqueued = [(q, env.jobs.enqueue(Work(tag=q), queue=NewQueue(q)).id) for q in placed]
+    enqueued += [(q, env.jobs.enqueue(Work(tag=q), queue=NewQueue(q)).id) for q in placed]
     store = env.store
     for queue, job_id in enqueued:
         assert job_id % SLOTS == queue_slot(queue)
@@ -81,8 +81,8 @@ def test_maintenance_runs_in_every_slot(env, local_redis_cluster):
 def test_a_workflow_across_slots_is_refused_with_the_way_out(env, local_redis_cluster):
     placed = list(queues_on_distinct_masters(local_redis_cluster, 2))
     wf = Workflow("spread")
-    a = wf.add(Step("a", "ok"), name="a", queue=placed[0])
-    wf.add(Step("b", "ok"), name="b", after=[a], queue=placed[1])
+    a = wf.add(Step("a", "ok"), name="a", queue=NewQueue(placed[0]))
+    wf.add(Step("b", "ok"), name="b", after=[a], queue=NewQueue(placed[1]))
     with pytest.raises(InvalidJob, match="one hash slot") as caught:
         env.jobs.enqueue_workflow(wf)
     assert "hash tag" in str(caught.value)
@@ -251,7 +251,7 @@ def test_staging_takes_the_slots_in_turn(env, local_redis_cluster):
     first, second = list(queues_on_distinct_masters(local_redis_cluster, 2))
     for queue in (first, second):
         for _ in range(2):
-            env.jobs.enqueue(Work(), queue=queue, delay=timedelta(seconds=5))
+            env.jobs.enqueue(Work(), queue=NewQueue(queue), delay=timedelta(seconds=5))
     env.clock.advance(timedelta(seconds=6))
     now = env.clock()
     # A limit of one job per call: the second call starts at the other slot.
@@ -265,15 +265,15 @@ def test_a_unique_key_holds_within_one_slot(env, local_redis_cluster):
 
     first, second = list(queues_on_distinct_masters(local_redis_cluster, 2))
     unique = Unique(key="report-42")
-    one = env.jobs.enqueue(Work(), queue=first, unique=unique)
-    again = env.jobs.enqueue(Work(), queue=first, unique=unique)
+    one = env.jobs.enqueue(Work(), queue=NewQueue(first), unique=unique)
+    again = env.jobs.enqueue(Work(), queue=NewQueue(first), unique=unique)
     assert (one.inserted, again.inserted, again.id) == (True, False, one.id)
     # Another slot does not see the key (docs/deployment.md: a unique key holds within a slot).
-    elsewhere = env.jobs.enqueue(Work(), queue=second, unique=unique)
+    elsewhere = env.jobs.enqueue(Work(), queue=NewQueue(second), unique=unique)
     assert elsewhere.inserted and elsewhere.id != one.id
     # Queues under one hash tag share a slot, so a key holds across them.
-    tagged = env.jobs.enqueue(Work(), queue="{t}a", unique=Unique(key="k"))
-    assert not env.jobs.enqueue(Work(), queue="{t}b", unique=Unique(key="k")).inserted
+    tagged = env.jobs.enqueue(Work(), queue=NewQueue("{t}a"), unique=Unique(key="k"))
+    assert not env.jobs.enqueue(Work(), queue=NewQueue("{t}b"), unique=Unique(key="k")).inserted
     assert tagged.inserted
 
 

@@ -13,7 +13,7 @@ import pytest
 from django.db import connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from anole_jobs import Enqueued, InvalidJob, JobNotFound, Unique, kind
+from anole_jobs import Enqueued, InvalidJob, JobNotFound, NewQueue, Unique, kind
 from anole_jobs.backoff import ceiling
 from anole_jobs.stores.base import Finish, NewJob
 from tests.sampleapp.jobs import CustomBackoff, Orphan, Prioritized, Validated, Work
@@ -454,7 +454,7 @@ def test_scheduled_jobs_do_not_run_before_due(env, recorder):
 
 
 def test_only_configured_queues_run(env):
-    job = env.jobs.enqueue(Work(), queue="elsewhere")
+    job = env.jobs.enqueue(Work(), queue=NewQueue("elsewhere"))
     assert env.jobs.step().runs == []
     assert env.jobs.get(job.id).state == "available"
 

@@ -184,7 +184,7 @@ def test_options_set_attempts_and_timeout_for_every_task(env, anole_jobs):
 def test_bad_options_are_refused_naming_the_option():
     with pytest.raises(ImproperlyConfigured, match="unknown option.*'retries'"):
         AnoleBackend("x", {"OPTIONS": {"retries": 3}})
-    with pytest.raises(ImproperlyConfigured, match="attempts must be an int >= 1"):
+    with pytest.raises(ImproperlyConfigured, match="attempts must be a positive int"):
         AnoleBackend("x", {"OPTIONS": {"attempts": 0}})
     with pytest.raises(ImproperlyConfigured, match="timeout must be positive"):
         AnoleBackend("x", {"OPTIONS": {"timeout": 0}})

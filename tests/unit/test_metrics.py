@@ -13,7 +13,7 @@ from typing import Any
 from django.core import checks
 from django.test import RequestFactory
 
-from anole_jobs import events, jobs, metrics, views
+from anole_jobs import NewQueue, events, jobs, metrics, views
 from anole_jobs.maintenance.duties import Leadership
 from anole_jobs.maintenance.loop import MaintenanceLoop
 from anole_jobs.unique import Unique
@@ -177,7 +177,7 @@ def test_step_reports_the_queued_gauge_every_15_seconds_of_clock(env: Any) -> No
 def test_the_gauge_reads_waiting_and_running_jobs_of_the_configured_queues(env: Any) -> None:
     jobs.enqueue_many([Work() for _ in range(3)])
     jobs.enqueue(Work(), delay=60)
-    jobs.enqueue(Work(), queue="nobody-runs-this")
+    jobs.enqueue(Work(), queue=NewQueue("nobody-runs-this"))
     jobs.enqueue(Work(), queue="mail")
     jobs.step()  # default and mail run: completed, not counted
     jobs.enqueue_many([Work(), Work()])

@@ -224,6 +224,7 @@ class Command(BaseCommand):
 
     # -- subcommands -----------------------------------------------------------------------
     def do_list(self, options: dict[str, Any]) -> None:
+        bulk_cli.check_names(options)
         page = fetch_page(
             Listing(
                 state=options["state"],
