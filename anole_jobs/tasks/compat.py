@@ -31,6 +31,10 @@ _base: Any = importlib.import_module(f"{FRAMEWORK}.base")
 _backends: Any = importlib.import_module(f"{FRAMEWORK}.backends.base")
 _exceptions: Any = importlib.import_module(f"{FRAMEWORK}.exceptions")
 _signals: Any = importlib.import_module(f"{FRAMEWORK}.signals")
+# The framework's system check runs every backend's `check()` (anole_jobs.E014, W101). The
+# backport registers it only from its app's ready(), Django 6 when `django.tasks` is first
+# imported: importing it here registers it whenever anole_jobs' backend is loaded.
+importlib.import_module(f"{FRAMEWORK}.checks")
 
 BaseTaskBackend: Any = _backends.BaseTaskBackend
 Task: Any = _base.Task
