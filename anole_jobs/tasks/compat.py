@@ -48,6 +48,7 @@ task_backends: Any = _tasks.task_backends
 # The backport renamed nothing but its exceptions' suffix.
 InvalidTask: Any = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 TaskResultDoesNotExist: Any = _exceptions.TaskResultDoesNotExist
+TaskResultMismatch: Any = _exceptions.TaskResultMismatch
 task_enqueued: Any = _signals.task_enqueued
 task_started: Any = _signals.task_started
 task_finished: Any = _signals.task_finished

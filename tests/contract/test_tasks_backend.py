@@ -10,7 +10,9 @@ The tasks live in tests/sampleapp/tasks.py on the "default" TASKS backend (tests
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pickle
 import subprocess
 import sys
 from datetime import timedelta
@@ -29,6 +31,7 @@ from anole_jobs.tasks.compat import (
     FRAMEWORK,
     InvalidTask,
     TaskResultDoesNotExist,
+    TaskResultMismatch,
     TaskResultStatus,
     task_backends,
     task_enqueued,
@@ -482,3 +485,33 @@ def test_plain_manage_py_check_runs_the_backends_check(tmp_path, backend_path):
     assert "anole_jobs.W101" in result.stderr, result.stderr + result.stdout
     assert "'not-configured'" in result.stderr
     assert "task handler: True" in result.stdout
+
+
+# -- from Django's tests/tasks/test_tasks.py: what a backend that keeps results must do.
+
+
+def test_refresh_right_after_enqueue_changes_nothing(backend, anole_jobs):
+    result = tasks.add.enqueue(1, 2)
+    before = dataclasses.asdict(result)
+    result.refresh()
+    assert dataclasses.asdict(result) == before
+    async_to_sync(result.arefresh)()
+    assert dataclasses.asdict(result) == before
+
+
+def test_get_result_through_another_task_is_a_mismatch(backend, anole_jobs):
+    result = tasks.async_double.enqueue(2)
+    assert tasks.async_double.get_result(result.id) == result
+    with pytest.raises(TaskResultMismatch, match="Task does not match"):
+        tasks.add.get_result(result.id)
+
+
+@pytest.mark.skipif(
+    FRAMEWORK != "django.tasks",
+    reason="the backport's Task does not pickle (Django 6 gave Task a __reduce__)",
+)
+def test_a_result_pickles(backend, anole_jobs):
+    result = tasks.add.enqueue(1, 2)
+    drain()
+    result.refresh()
+    assert pickle.loads(pickle.dumps(result)) == result
