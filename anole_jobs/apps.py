@@ -38,18 +38,29 @@ def _register_metrics() -> None:
 
 
 def _register_task_kind() -> None:
-    """With `AnoleBackend` in ``TASKS``, register the ``django.tasks`` kind's handler, so a
-    worker runs tasks even if nothing in it ever enqueues one. Raises nothing: a missing
-    tasks framework is reported when the backend is used."""
+    """With ``TASKS`` configured, load each backend's class: an `AnoleBackend` (or a subclass
+    under any path) brings the ``django.tasks`` kind's handler, so a worker runs tasks even if
+    nothing in it ever enqueues one, and the tasks framework's own system check (which asks
+    every backend, so reports anole_jobs.E014 and W101) is registered whatever else the
+    project imports: Django 6 registers it only once something imports ``django.tasks``.
+    Raises nothing: a backend that cannot be loaded is the framework's to report."""
     from django.conf import settings
+    from django.utils.module_loading import import_string
 
     backends = getattr(settings, "TASKS", None)
     if not isinstance(backends, dict):
         return
-    if not any(
-        isinstance(params, dict) and str(params.get("BACKEND", "")).startswith("anole_jobs.")
-        for params in backends.values()
-    ):
-        return
-    with contextlib.suppress(ImproperlyConfigured):
-        import_module("anole_jobs.tasks.calls")
+    for params in backends.values():
+        path = params.get("BACKEND") if isinstance(params, dict) else None
+        if not isinstance(path, str):
+            continue
+        with contextlib.suppress(Exception):  # noqa: BLE001 - reported by the checks instead
+            backend_class = import_string(path)
+            if _is_anole_backend(backend_class):
+                import_module("anole_jobs.tasks.calls")
+
+
+def _is_anole_backend(backend_class: object) -> bool:
+    from anole_jobs.tasks.backend import AnoleBackend
+
+    return isinstance(backend_class, type) and issubclass(backend_class, AnoleBackend)

@@ -24,6 +24,7 @@ from anole_jobs.api import jobs
 from anole_jobs.bounds import NewQueue, count_problem, name_problem
 from anole_jobs.core import JobRecord
 from anole_jobs.durations import to_timedelta
+from anole_jobs.operations.ids import job_id_or_none
 from anole_jobs.tasks import compat
 from anole_jobs.tasks.calls import (
     TASK_KIND,
@@ -37,6 +38,8 @@ from anole_jobs.tasks.results import META_KEY, task_as_enqueued, task_meta, task
 logger = logging.getLogger("anole_jobs.tasks")
 
 OPTION_NAMES = ("attempts", "timeout")
+E014 = "anole_jobs.E014"
+NOT_INSTALLED_HINT = "add 'anole_jobs' to INSTALLED_APPS (see docs/tasks.md)"
 
 
 def _attempts(value: object, where: str) -> int | None:
@@ -122,14 +125,7 @@ class AnoleBackend(compat.BaseTaskBackend):
         from anole_jobs import conf
 
         if not apps.is_installed("anole_jobs"):
-            return [
-                checks.Error(
-                    f"TASKS[{self.alias!r}] uses anole_jobs.tasks.AnoleBackend but 'anole_jobs' "
-                    "is not in INSTALLED_APPS: its tasks could be enqueued but never run",
-                    hint="add 'anole_jobs' to INSTALLED_APPS (see docs/tasks.md)",
-                    id="anole_jobs.E014",
-                )
-            ]
+            return [checks.Error(self._not_installed(), hint=NOT_INSTALLED_HINT, id=E014)]
         try:
             configured = set(conf.read_settings().queues)
         except ImproperlyConfigured:
@@ -146,6 +142,12 @@ class AnoleBackend(compat.BaseTaskBackend):
             )
         ]
 
+    def _not_installed(self) -> str:
+        return (
+            f"TASKS[{self.alias!r}] uses anole_jobs.tasks.AnoleBackend but 'anole_jobs' is not "
+            "in INSTALLED_APPS: its tasks could be enqueued but never run"
+        )
+
     # -- enqueue -----------------------------------------------------------------------------
     def _options(self, task: Any) -> tuple[int | None, float | None]:
         where = f"task {task.module_path}"
@@ -157,6 +159,12 @@ class AnoleBackend(compat.BaseTaskBackend):
         )
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        from django.apps import apps
+
+        # What E014 reports, refused at the first enqueue too: `manage.py check` sees it only
+        # once the tasks framework is loaded (on Django 6, when something imports it).
+        if not apps.is_installed("anole_jobs"):
+            raise ImproperlyConfigured(f"{self._not_installed()}; {NOT_INSTALLED_HINT}")
         self.validate_task(task)
         try:
             call_args, call_kwargs = compat.normalize_json(args), compat.normalize_json(kwargs)
@@ -207,8 +215,10 @@ class AnoleBackend(compat.BaseTaskBackend):
         return task_result(task_as_enqueued(task, record.meta), record, backend=backend)
 
     def _record(self, result_id: Any) -> JobRecord:
-        text = str(result_id)
-        record = jobs.get(int(text)) if text.isdigit() and int(text) > 0 else None
+        # The one rule for ids in text (plain ASCII digits, 1 .. 2**63-1): "²" or "٣" name no
+        # job here either, as on every other surface.
+        job_id = job_id_or_none(str(result_id))
+        record = None if job_id is None else jobs.get(job_id)
         if record is None or record.kind != TASK_KIND:
             raise compat.TaskResultDoesNotExist(f"no task result with id {result_id!r}")
         return record

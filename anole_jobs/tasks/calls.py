@@ -8,7 +8,9 @@ choose code to run.
 
 It sends `task_started` before the call and `task_finished` when the task is finished:
 after a success, or from inside the ``except`` block of the last attempt's failure (so
-receivers can read `sys.exc_info()`, as Django's own do). A failure with attempts left is
+receivers can read `sys.exc_info()`, as Django's own do) — a failure by any exception the
+runtime counts as one, `SystemExit` included, but not `KeyboardInterrupt` (a real Ctrl-C on
+`jobs.step()` arrives as one and gives the job back). A failure with attempts left is
 not the end of the task: its result reads READY until the retry runs. The return value is
 the job's result (docs/results.md), stored by the write that completes the job; one that is
 not JSON fails the attempt with `TypeError`, as Django's own backends fail the task, and one
@@ -30,7 +32,7 @@ from django.apps import apps
 
 from anole_jobs.api import jobs
 from anole_jobs.core import TASK_KIND
-from anole_jobs.errors import Canceled, InvalidJob
+from anole_jobs.errors import Canceled, ControlFlow, InvalidJob
 from anole_jobs.job import Job
 from anole_jobs.kinds import kind, set_job_options
 from anole_jobs.records import encode_result
@@ -205,15 +207,21 @@ def run_task(job: Job, call: TaskCall) -> Any:
             limit=jobs.settings.max_result_bytes,
             where=f"task {call.task}",
         )
-    except Exception as exc:
+    except (Canceled, ControlFlow, KeyboardInterrupt):
+        # A timeout, a cancellation or a decision (snooze, discard, retry-in) is the
+        # runtime's to settle; a KeyboardInterrupt may be a real Ctrl-C on `jobs.step()`,
+        # which gives the job back instead of failing it. The attempt still started.
+        _keep_first_start(job, started_at)
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and the like fail like errors
+        # The runtime fails the attempt for any other exception (`SystemExit`,
+        # `GeneratorExit`, a user's own `BaseException`), so the last one ends the task:
+        # Django's backends send `task_finished` for these too.
         _keep_first_start(job, started_at)
         if job.attempt >= job.max_attempts:
             result.errors.append(exception_error(exc))
             _set(result, status=compat.TaskResultStatus.FAILED, finished_at=clock())
             compat.task_finished.send(sender=sender, task_result=result)
-        raise
-    except BaseException:  # a timeout or a control exception: the attempt still started
-        _keep_first_start(job, started_at)
         raise
     _set(
         result,

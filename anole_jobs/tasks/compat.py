@@ -31,6 +31,10 @@ _base: Any = importlib.import_module(f"{FRAMEWORK}.base")
 _backends: Any = importlib.import_module(f"{FRAMEWORK}.backends.base")
 _exceptions: Any = importlib.import_module(f"{FRAMEWORK}.exceptions")
 _signals: Any = importlib.import_module(f"{FRAMEWORK}.signals")
+# The framework's system check runs every backend's `check()` (anole_jobs.E014, W101). The
+# backport registers it only from its app's ready(), Django 6 when `django.tasks` is first
+# imported: importing it here registers it whenever anole_jobs' backend is loaded.
+importlib.import_module(f"{FRAMEWORK}.checks")
 
 BaseTaskBackend: Any = _backends.BaseTaskBackend
 Task: Any = _base.Task
@@ -44,6 +48,7 @@ task_backends: Any = _tasks.task_backends
 # The backport renamed nothing but its exceptions' suffix.
 InvalidTask: Any = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 TaskResultDoesNotExist: Any = _exceptions.TaskResultDoesNotExist
+TaskResultMismatch: Any = _exceptions.TaskResultMismatch
 task_enqueued: Any = _signals.task_enqueued
 task_started: Any = _signals.task_started
 task_finished: Any = _signals.task_finished

@@ -165,3 +165,28 @@ def test_an_unknown_id_in_a_real_process_exits_1_with_one_line():
     )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == ["CommandError: no job with id 12345"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list", "--settings", "tests.settings", "--json"),
+        ("counts", "--settings=tests.settings", "--pythonpath", ".", "-v", "2", "--traceback"),
+        ("--settings", "tests.settings", "queues", "--no-color", "--json"),
+    ],
+    ids=["list", "counts", "before-the-subcommand"],
+)
+def test_djangos_common_options_work_after_the_subcommand_too(args):
+    # No DJANGO_SETTINGS_MODULE: the settings come from the option alone.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "jobs", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "unrecognized arguments" not in done.stderr

@@ -4,7 +4,8 @@ PostgreSQL, the jobs table's dead tuples and the oldest open transaction. CI: ab
 store with 2 processes; the long run: 30 minutes with 4.
 
 Asserted: everything enqueued completes (the reconciliation), RSS does not keep growing, and on
-PostgreSQL no transaction stays open (R14a: none is held while a handler runs).
+PostgreSQL no transaction stays open (none is held while a handler runs: a long-open one stops
+vacuum).
 """
 
 from __future__ import annotations

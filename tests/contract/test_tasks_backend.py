@@ -10,8 +10,13 @@ The tasks live in tests/sampleapp/tasks.py on the "default" TASKS backend (tests
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import pickle
+import subprocess
 import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -23,8 +28,10 @@ from django.test import override_settings
 from anole_jobs import InvalidJob
 from anole_jobs.tasks import TASK_KIND, AnoleBackend, TaskCall
 from anole_jobs.tasks.compat import (
+    FRAMEWORK,
     InvalidTask,
     TaskResultDoesNotExist,
+    TaskResultMismatch,
     TaskResultStatus,
     task_backends,
     task_enqueued,
@@ -35,6 +42,8 @@ from anole_jobs.testing import FakeClock, all_enqueued, assert_enqueued, drain
 from anole_jobs.testing.mode import using_clock
 from tests.conftest import STORE_PARAMS
 from tests.sampleapp import tasks
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -330,7 +339,18 @@ def test_unknown_results_do_not_exist(backend, anole_jobs):
     from tests.sampleapp.jobs import Work
 
     other = anole_jobs.enqueue(Work())
-    for result_id in ("999999", "abc", "-1", str(other.id)):
+    first = tasks.add.enqueue(1, 2)
+    assert first.id.isascii()
+    # Only plain ASCII digits name a job: a superscript or another script's digit for the
+    # task's own id names nothing (int() would read "٣" as 3), nor does a number too large.
+    lookalikes = [
+        "".join(chr(0x0660 + int(d)) for d in first.id),  # Arabic-Indic digits
+        "²",
+        " " + first.id,
+        str(2**63),
+        "0",
+    ]
+    for result_id in ("999999", "abc", "-1", str(other.id), *lookalikes):
         with pytest.raises(TaskResultDoesNotExist):
             backend.get_result(result_id)
 
@@ -364,3 +384,134 @@ def test_enqueue_joins_the_transaction_on_sql_stores(env, backend, anole_jobs):
     with transaction.atomic(using=env.alias):
         committed = tasks.add.enqueue(1, 2)
     assert backend.get_result(committed.id).status == TaskResultStatus.READY
+
+
+# -- Django's own backend tests (tests/tasks/test_immediate_backend.py in Django 6.1), adapted:
+# the task runs on a worker step instead of inside enqueue, and has one attempt, so its first
+# failure is its last, as with Django's backends, which never retry.
+
+
+@pytest.mark.parametrize(
+    ("task", "exception", "message"),
+    [
+        (tasks.value_error, ValueError, "This Task failed due to ValueError"),
+        (tasks.exits, SystemExit, "This Task failed due to SystemExit"),
+    ],
+    ids=["ValueError", "SystemExit"],
+)
+def test_catches_exception(backend, anole_jobs, signals, caplog, task, exception, message):
+    result = task.enqueue()
+    with caplog.at_level("ERROR", logger=FRAMEWORK):
+        assert drain() == {"dead": 1}
+    # Django's receiver logs the failure once, from inside the except block.
+    logged = [r for r in caplog.records if r.name == FRAMEWORK and r.levelname == "ERROR"]
+    assert len(logged) == 1 and logged[0].exc_info[0] is exception
+    assert [entry for entry in signals if entry[0] == "finished"] == [
+        ("finished", AnoleBackend, TaskResultStatus.FAILED, True)
+    ]
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    with pytest.raises(ValueError, match="Task failed"):
+        result.return_value  # noqa: B018 - Django raises for a failed task
+    assert result.is_finished is True
+    assert result.enqueued_at <= result.started_at <= result.finished_at
+    assert result.last_attempted_at is not None
+    assert result.errors[0].exception_class is exception
+    assert result.errors[0].traceback.endswith(f"{exception.__name__}: {message}\n")
+    assert (result.task, result.args, result.kwargs) == (task, [], {})
+
+
+def test_complex_exception(backend, anole_jobs, signals):
+    result = tasks.complex_exception.enqueue()
+    assert drain() == {"dead": 1}
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert result.errors[0].exception_class is ValueError
+    assert 'ValueError(ValueError("This task failed"))' in result.errors[0].traceback
+    assert [entry[0] for entry in signals] == ["enqueued", "started", "finished"]
+
+
+def test_a_keyboard_interrupt_fails_the_attempt_without_task_finished(backend, anole_jobs, signals):
+    """Django's backends let a task's `KeyboardInterrupt` through (it stops the process); a
+    worker fails the attempt instead and runs on. No `task_finished`: on `jobs.step()` a real
+    Ctrl-C arrives the same way and gives the job back, so the task cannot tell it ended."""
+    result = tasks.interrupts.enqueue()
+    assert drain() == {"dead": 1}
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert result.errors[0].exception_class is KeyboardInterrupt
+    assert [entry[0] for entry in signals] == ["enqueued", "started"]
+
+
+def test_enqueue_without_the_app_is_refused_as_e014_says(settings):
+    backend = AnoleBackend("default", {"QUEUES": ["default"]})
+    without = [app for app in settings.INSTALLED_APPS if app != "anole_jobs"]
+    with override_settings(INSTALLED_APPS=without), pytest.raises(ImproperlyConfigured) as raised:
+        backend.enqueue(tasks.add, [1, 2], {})
+    assert "'anole_jobs' is not in INSTALLED_APPS" in str(raised.value)
+    assert "add 'anole_jobs' to INSTALLED_APPS" in str(raised.value)
+
+
+CHECK_SETTINGS = """\
+from tests.settings import *  # noqa: F403
+
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "django_tasks"]  # noqa: F405
+TASKS = {{"default": {{"BACKEND": {backend!r}, "QUEUES": ["default", "not-configured"]}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    "backend_path",
+    ["anole_jobs.tasks.AnoleBackend", "tests.sampleapp.task_backends.ProjectBackend"],
+)
+def test_plain_manage_py_check_runs_the_backends_check(tmp_path, backend_path):
+    """Nothing else imports the tasks framework here (no backport app, no @task module): the
+    app's ready() still gets the framework's check registered, so W101 (and E014) show."""
+    (tmp_path / "check_settings.py").write_text(CHECK_SETTINGS.format(backend=backend_path))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+        "DJANGO_SETTINGS_MODULE": "check_settings",
+    }
+    # `manage.py check`, then whether a worker of that project would run tasks.
+    code = (
+        "import django; django.setup(); from django.core.management import call_command; "
+        "call_command('check'); from anole_jobs.kinds import registry; "
+        "print('task handler:', registry.handler('django.tasks') is not None)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert "anole_jobs.W101" in result.stderr, result.stderr + result.stdout
+    assert "'not-configured'" in result.stderr
+    assert "task handler: True" in result.stdout
+
+
+# -- from Django's tests/tasks/test_tasks.py: what a backend that keeps results must do.
+
+
+def test_refresh_right_after_enqueue_changes_nothing(backend, anole_jobs):
+    result = tasks.add.enqueue(1, 2)
+    before = dataclasses.asdict(result)
+    result.refresh()
+    assert dataclasses.asdict(result) == before
+    async_to_sync(result.arefresh)()
+    assert dataclasses.asdict(result) == before
+
+
+def test_get_result_through_another_task_is_a_mismatch(backend, anole_jobs):
+    result = tasks.async_double.enqueue(2)
+    assert tasks.async_double.get_result(result.id) == result
+    with pytest.raises(TaskResultMismatch, match="Task does not match"):
+        tasks.add.get_result(result.id)
+
+
+@pytest.mark.skipif(
+    FRAMEWORK != "django.tasks",
+    reason="the backport's Task does not pickle (Django 6 gave Task a __reduce__)",
+)
+def test_a_result_pickles(backend, anole_jobs):
+    result = tasks.add.enqueue(1, 2)
+    drain()
+    result.refresh()
+    assert pickle.loads(pickle.dumps(result)) == result

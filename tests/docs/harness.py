@@ -36,6 +36,12 @@ with an HTML comment (invisible on the site)::
 
     <!-- docs-harness: store=database -->
 
+After the page's last block the harness **runs the page's jobs to their end** (``drain``:
+retries and delays included, the clock moving to each) and fails the page when one is left
+waiting or died. A page that shows a failure on purpose names the kind in
+``<!-- docs-harness: dead=kind,kind -->``; one whose kinds have no handler on purpose (it
+shows enqueueing only) in ``<!-- docs-harness: waiting=kind,kind -->``.
+
 Blocks fenced as ``python``, ``py`` or ``python3`` all run. Shell commands belong in
 ```console blocks, other files in ```ini, ```yaml, ```sql, ```text blocks: those never run.
 """
@@ -54,7 +60,9 @@ import textwrap
 import traceback
 import types
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_FENCES = ("python", "py", "python3")
@@ -62,6 +70,10 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*\{?\.?(?P<la
 MODULE_HEADER = re.compile(r"^#\s*(?P<path>(?:[A-Za-z_]\w*/)+[A-Za-z_]\w*\.py)\b")
 SETTINGS_HEADER = re.compile(r"^#\s*(?:[A-Za-z_]\w*/)*settings\.py\b")
 SETTINGS_NAMES = ("ANOLE_JOBS", "DATABASES", "CACHES", "INSTALLED_APPS")
+#: Steps `drain` may take after the page's blocks: a job that retries all its attempts takes
+#: one step per attempt.
+MAX_DRAIN_STEPS = 500
+LIST_PAGE = 1000
 DIRECTIVE = re.compile(r"<!--\s*docs-harness:\s*(?P<body>.*?)\s*-->")
 
 
@@ -239,15 +251,61 @@ class PageProject:
                     + numbered(block.code)
                     + "".join(traceback.format_exception(exc))
                 ) from exc
+        self.run_jobs_to_the_end()
         if test_modules:
             run_pytest(test_modules, self.root)
         return len(self.blocks)
+
+    def run_jobs_to_the_end(self) -> None:
+        """Run every job the page's samples left, as workers would (retries and delays
+        included: the clock moves to each), and fail the page when one could not finish —
+        still waiting, or dead from a failure the page did not say to expect (its kind
+        named in ``<!-- docs-harness: dead=kind,kind -->``). A sample that only enqueues is
+        thereby run to its end, too; a page whose kinds have no handler on purpose (it shows
+        enqueueing only) names them in ``<!-- docs-harness: waiting=kind,kind -->``."""
+        from anole_jobs import jobs
+        from anole_jobs.core import FINAL_STATES
+        from anole_jobs.testing import drain
+
+        try:
+            drain(max_steps=MAX_DRAIN_STEPS)
+        except AssertionError as exc:
+            raise DocsError(f"{self.page.name}: the page's jobs never finished: {exc}") from exc
+        expected_dead = {kind for kind in self.options.get("dead", "").split(",") if kind}
+        may_wait = {kind for kind in self.options.get("waiting", "").split(",") if kind}
+        problems = []
+        for record in all_jobs(jobs):
+            if record.state not in FINAL_STATES and record.kind not in may_wait:
+                problems.append(f"job {record.id} ({record.kind}) still {record.state}")
+            elif record.state == "dead" and record.kind not in expected_dead:
+                last = record.errors[-1] if record.errors else {}
+                problems.append(
+                    f"job {record.id} ({record.kind}) dead after {record.attempt} attempt(s): "
+                    f"{last.get('type')}: {last.get('message')}"
+                )
+        if problems:
+            raise DocsError(
+                f"{self.page.name}: run to the end, the page's samples leave jobs that did not "
+                "finish (a kind expected to die goes in <!-- docs-harness: dead=KIND -->, one "
+                "without a handler on purpose in <!-- docs-harness: waiting=KIND -->):\n"
+                + "".join(f"  {problem}\n" for problem in problems)
+            )
 
     def run_module(self, block: Block) -> None:
         path = block.module_path
         assert path is not None
         name = path.removesuffix(".py").replace("/", ".")
         importlib.import_module(name)
+
+
+def all_jobs(jobs: Any) -> Iterator[Any]:
+    after = None
+    while True:
+        page = jobs.list(limit=LIST_PAGE, after=after)
+        yield from page
+        if len(page) < LIST_PAGE:
+            return
+        after = page[-1].id
 
 
 def numbered(code: str) -> str:

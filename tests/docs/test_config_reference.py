@@ -59,3 +59,17 @@ def test_every_system_check_id_is_documented_and_no_other():
     documented = {key.removeprefix("anole_jobs.") for key in table_keys(checks)}
     assert code_ids - documented == set(), "check ids raised in code but not documented"
     assert documented - code_ids == set(), "check ids documented but never raised"
+
+
+def test_table_prefix_names_every_table_the_database_store_creates():
+    from anole_jobs.stores.database.ddl import DEFAULT_PREFIX, sql
+
+    keys = section(REPO / "docs" / "configuration.md", "## Keys")
+    (row,) = [line for line in keys.splitlines() if line.startswith("| `TABLE_PREFIX` |")]
+    documented = set(re.findall(r"`<prefix>(\w+)`", row))
+    for vendor in ("postgresql", "sqlite"):
+        created = {
+            name.removeprefix(DEFAULT_PREFIX)
+            for name in re.findall(r'CREATE TABLE (?:IF NOT EXISTS )?"([^"]+)"', sql(vendor))
+        }
+        assert documented == created, vendor

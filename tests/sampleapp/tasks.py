@@ -84,3 +84,24 @@ def reads_its_own_result(context: Any, fail_times: int = 0) -> int:
 
 def not_a_task() -> str:
     return "never run"
+
+
+@task(attempts=1)
+def exits() -> None:
+    """Ends its only attempt the way Django's own test task does: `SystemExit`."""
+    raise SystemExit("This Task failed due to SystemExit")
+
+
+@task(attempts=1)
+def value_error() -> None:
+    raise ValueError("This Task failed due to ValueError")
+
+
+@task(attempts=1)
+def interrupts() -> None:
+    raise KeyboardInterrupt("This Task failed due to KeyboardInterrupt")
+
+
+@task(attempts=1)
+def complex_exception() -> None:
+    raise ValueError(ValueError("This task failed"))

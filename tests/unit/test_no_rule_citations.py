@@ -9,12 +9,12 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SEARCHED = ("anole_jobs", "tests", "docs")
+SEARCHED = ("anole_jobs", "tests", "docs", "bench", "tools", "testproject")
 # Built from pieces so that this file's own source does not match it.
 CITATION = re.compile(
     "|".join(
         (
-            r"\b" + "R" + r"\d+\b",  # a rule number
+            r"\b" + "R" + r"\d+[a-z]?\b",  # a rule number, with its letter if it has one
             r"\b" + "SP" + "EC",  # the contract file, by name
             "\N{SECTION SIGN}" + r"\s*\d",  # one of its sections
         )
@@ -53,6 +53,8 @@ def citations() -> list[str]:
 
 def test_the_pattern_finds_each_form_of_citation_and_not_plain_words():
     assert CITATION.search("fenced (R" + "22)")
+    assert CITATION.search("none is held (R" + "14a: while a handler runs)")
+    assert CITATION.search("R" + "3b, R" + "3c")
     assert CITATION.search("SP" + "EC \N{SECTION SIGN}13")
     assert CITATION.search("(\N{SECTION SIGN} 4)")
     assert not CITATION.search(

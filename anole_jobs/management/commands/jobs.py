@@ -109,6 +109,20 @@ def _constant(text: str) -> Callable[[], str]:
     return lambda: text
 
 
+def add_common_options(command: argparse.ArgumentParser) -> None:
+    """Django's options of every command, accepted after the subcommand too (``manage.py jobs
+    list --settings X``), as any other command takes them after its own arguments. Left out,
+    they are not set here (`SUPPRESS`), so one given before the subcommand stands."""
+    unset = argparse.SUPPRESS
+    command.add_argument(
+        "-v", "--verbosity", type=int, choices=[0, 1, 2, 3], default=unset, help=unset
+    )
+    command.add_argument("--settings", default=unset, help=unset)
+    command.add_argument("--pythonpath", default=unset, help=unset)
+    for flag in ("--traceback", "--no-color", "--force-color"):
+        command.add_argument(flag, action="store_true", default=unset, help=unset)
+
+
 class Command(BaseCommand):
     help = "Look at and operate anole_jobs jobs, queues and cron entries."
     requires_system_checks: list[str] = []
@@ -120,6 +134,7 @@ class Command(BaseCommand):
 
         def sub(name: str, help: str) -> argparse.ArgumentParser:
             command = commands.add_parser(name, help=help, description=help)
+            add_common_options(command)
             command.add_argument(
                 "--json", action="store_true", help="print what the matching HTTP route answers"
             )
