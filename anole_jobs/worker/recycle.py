@@ -27,7 +27,15 @@ from anole_jobs.worker.supervisor import RECYCLE_EXIT
 if TYPE_CHECKING:
     from anole_jobs.worker.runner import Runtime
 
-__all__ = ["RECYCLE_EXIT", "Limits", "RecycleWatch", "rss_bytes", "stop_claiming", "wait_idle"]
+__all__ = [
+    "RECYCLE_EXIT",
+    "Limits",
+    "RecycleWatch",
+    "memory_limit_problem",
+    "rss_bytes",
+    "stop_claiming",
+    "wait_idle",
+]
 
 MIB = 1024 * 1024
 
@@ -133,3 +141,18 @@ def wait_idle(runtime: Runtime, interrupted: Callable[[], bool], recheck: float)
     while not interrupted():
         if runtime.runs.wait_empty(None, recheck):
             return
+
+
+def memory_limit_problem(limits: Limits) -> str | None:
+    """Why `limits`' memory limit cannot work here, or None: a limit below what a worker
+    holds at its start would recycle it after every job."""
+    if limits.max_memory_mib is None:
+        return None
+    used = rss_bytes()
+    if used is None or used < limits.max_memory_mib * MIB:
+        return None
+    return (
+        f"--max-memory-per-process {limits.max_memory_mib} is below the memory a worker "
+        f"holds before it runs any job ({used / MIB:.0f} MiB here): every worker "
+        "would be recycled after each job. Give a limit well above it"
+    )
