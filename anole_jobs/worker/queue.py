@@ -14,6 +14,17 @@ enough to cover a claim round trip, refilled when half of it is used, in claims 
 long at most between its claim and its handler's start (its `attempted_at` is rewritten to
 the handler's start by the run's write).
 
+The reserve follows the mix of jobs **within one run**, not over the rate's slow average: a
+slot whose job has run past what the queue's jobs take (`OVERDUE_RUNS` times the measured
+mean, and at least `AHEAD_SECONDS`) counts as no longer finishing jobs at once, so its
+share of the learned rate and of the run-time bound drops out of the reserve. And when the
+pool then holds more unstarted jobs than its other slots start within `GIVE_BACK_COVERS`
+covers, it gives the rest back (fenced, attempt not counted, in their place in the queue) and
+wakes the other workers, which claim them at once. So a burst of slow jobs right after
+thousands of fast ones, claimed by one worker on its fast reserve, is back with the other
+workers a few tens of milliseconds later instead of one slow job's length later; the
+dispatcher looks when the first running job can become overdue while it holds unstarted jobs.
+
 The jobs held are started highest priority first (then in claim order), not in the order they
 were claimed, so a job claimed later at a higher priority overtakes those held ahead of it.
 And a job enqueued at a higher priority than some job held does not wait for the next batch:
@@ -34,6 +45,7 @@ import itertools
 import logging
 import queue as queue_module
 import threading
+from dataclasses import replace
 from datetime import datetime
 
 from anole_jobs.background import BackgroundThread
@@ -42,6 +54,7 @@ from anole_jobs.conf import QueueConfig
 from anole_jobs.limits import Limits
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
+from anole_jobs.worker import claims
 from anole_jobs.worker.cancel import CancelScope, install_query_checks
 from anole_jobs.worker.completer import Completer
 from anole_jobs.worker.executor import Executor
@@ -69,6 +82,15 @@ RATE_WEIGHT = 0.3
 #: often a moment apart: over such a moment, runs that ended together read as a rate several
 #: times the queue's, and the reserve (and each claim, and its round trip) grew with it.
 RATE_WINDOW = 0.1
+#: A run counts as overdue once it lasts this many times the queue's measured mean run time
+#: (and at least `AHEAD_SECONDS`): twice the mean is well past what the queue's jobs take, so
+#: it says the mix changed, while the spread of near-instant jobs on a busy machine (a few
+#: ms) stays under the floor. (A false alarm only costs that slot's share of the reserve
+#: for a moment: the jobs held stay while the other slots start them soon.)
+OVERDUE_RUNS = 2.0
+#: Unstarted jobs a pool keeps while some slots are overdue: what its other slots start
+#: within this many covers; the rest goes back to the queue for other workers.
+GIVE_BACK_COVERS = 2.0
 #: Seconds between looks for limits set at runtime on a queue with none in its settings.
 RUNTIME_LIMITS_EVERY = 1.0
 #: The most jobs a pool holds beyond its slots and reserve, claimed at once because their
@@ -106,72 +128,48 @@ class Dispatcher(BackgroundThread):
         if wanted <= 0:
             wanted = 0 if announced is None else pool.lane_room(announced)
             if wanted <= 0:
-                return pool.poll_interval  # a slot wakes us when the pool runs low
+                pool.give_back_overdue()
+                # A slot wakes us when the pool runs low; and while it holds unstarted jobs,
+                # we look again when a running job would become overdue.
+                return pool.next_look(pool.poll_interval)
             lane = True
-        now = pool.service.clock()
-        limits = pool.limits_in_force()
-        if limits is not None:
-            return self._claim_limited(limits, wanted, now, lane=lane)
-        claimed = self._claim(wanted, now)
-        if not lane:
-            # All it asked for: there may be more. Claim on at once while the pool is not
-            # full (a refill in chunks), then again once it runs low.
-            pool.filling = len(claimed) == wanted
-        if pool.filling:
-            return 0.0
-        return pool.poll_interval
+        return self._claim(pool.limits_in_force(), wanted, pool.service.clock(), lane=lane)
 
-    def _claim(self, limit: int, now: datetime) -> list[ClaimedJob]:
+    def _claim(self, limits: Limits | None, wanted: int, now: datetime, *, lane: bool) -> float:
+        """Claim `wanted` jobs, within the queue's limits when it has some (docs/limits.md);
+        how long to sleep then. When a limit held jobs back, sleep until its rate window
+        reopens (or a wake-up, or the poll: a job finishing anywhere makes room for a
+        concurrency limit)."""
         pool = self.pool
         started = monotonic()
-        claimed = pool.service.store.claim(
+        result = claims.claim(
+            pool.service,
             pool.name,
-            kinds=pool.service.registry.handled_kinds(),
-            limit=limit,
-            now=now,
-            lease_until=now + pool.service.settings.lease,
-            worker=pool.worker_name,
-        )
-        pool.claim_took(monotonic() - started)
-        if self.stopping and claimed:
-            # Stopped between the claim and now: give the jobs back (attempt not counted).
-            pool.give_back(claimed)
-            return []
-        pool.hand_out(claimed)
-        return claimed
-
-    def _claim_limited(
-        self, limits: Limits, wanted: int, now: datetime, *, lane: bool = False
-    ) -> float:
-        """A claim within the queue's limits (docs/limits.md). When a limit held jobs back,
-        sleep until its rate window reopens (or a wake-up, or the poll: a job finishing
-        anywhere makes room for a concurrency limit)."""
-        pool = self.pool
-        started = monotonic()
-        result = pool.service.store.claim_limited(
-            pool.name,
-            limits=limits,
+            limits,
             kinds=pool.service.registry.handled_kinds(),
             limit=wanted,
             now=now,
-            lease_until=now + pool.service.settings.lease,
             worker=pool.worker_name,
         )
         pool.claim_took(monotonic() - started)
         claimed = result.jobs
         if self.stopping and claimed:
+            # Stopped between the claim and now: give the jobs back (attempt not counted).
             pool.give_back(claimed)
             return 0.0
         pool.hand_out(claimed)
         if not lane:
+            # All it asked for: there may be more. Claim on at once while the pool is not
+            # full (a refill in chunks), then again once it runs low.
             pool.filling = not result.held and len(claimed) == wanted
         if result.held:
             if result.reopens_at is None:
-                return pool.poll_interval
-            return min(pool.poll_interval, max(0.0, (result.reopens_at - now).total_seconds()))
+                return pool.next_look(pool.poll_interval)
+            reopens = max(0.0, (result.reopens_at - now).total_seconds())
+            return pool.next_look(min(pool.poll_interval, reopens))
         if pool.filling:
             return 0.0
-        return pool.poll_interval
+        return pool.next_look(pool.poll_interval)
 
 
 class QueueWorker:
@@ -213,13 +211,16 @@ class QueueWorker:
         self._slot_work = [0.0] * config.concurrency
         self._work_since = (0.0, 0)
         self._run_seconds = 0.0  # mean run time of the queue's jobs, smoothed
+        #: When each slot's current run started (monotonic), None while the slot is free:
+        #: each slot writes its own entry; the dispatcher reads them to see overdue runs.
+        self._slot_started: list[float | None] = [None] * config.concurrency
+        self._overdue_seen = 0  # overdue slots at the last look (the reserve follows them)
         #: Set while a refill goes on in chunks (the last claim got all it asked for).
         self.filling = False
         #: The queue's limits in the settings; those set at runtime are looked up now and
         #: then (`limits_in_force`), so a queue without limits never pays for them.
         self.settings_limits = service.settings.queues[config.name].limits
-        self._runtime_limits_at = -RUNTIME_LIMITS_EVERY
-        self._runtime_limits = False
+        self._runtime_limits = claims.RuntimeLimitsLookup(service, RUNTIME_LIMITS_EVERY)
         self.subscription = service.store.subscribe([config.name])
         self.dispatcher = Dispatcher(self)
         self._threads: list[threading.Thread] = []
@@ -259,16 +260,14 @@ class QueueWorker:
 
     # -- dispatching -----------------------------------------------------------------------
     def limits_in_force(self) -> Limits | None:
-        """The limits to claim within, None when the queue has none (a plain claim): those of
-        the settings, or, once `jobs.set_limits` stored some for this queue (looked up every
-        `RUNTIME_LIMITS_EVERY` seconds), whatever the store holds (it reads them itself)."""
+        """The limits to claim within, None when the queue has none (a plain claim): see
+        `worker/claims.py`; limits set at runtime are looked up every
+        `RUNTIME_LIMITS_EVERY` seconds, only for a queue with none in its settings."""
         if self.settings_limits.active:
             return self.settings_limits
-        now = monotonic()
-        if now - self._runtime_limits_at >= RUNTIME_LIMITS_EVERY:
-            self._runtime_limits_at = now
-            self._runtime_limits = self.name in self.service.store.runtime_limits()
-        return self.settings_limits if self._runtime_limits else None
+        return claims.limits_in_force(
+            self.settings_limits, self.name, self._runtime_limits.queues()
+        )
 
     def wanted(self) -> int:
         """How many jobs to claim now: enough to fill the slots and the claimed-ahead reserve,
@@ -295,26 +294,31 @@ class QueueWorker:
 
     def _update_ahead(self) -> None:
         now = monotonic()
+        learned = self._learn(now)
+        overdue = self._overdue(now)[1]
+        if learned or overdue or self._overdue_seen:
+            self.ahead = self._reserve(overdue)
+        self._overdue_seen = overdue
+
+    def _cover(self) -> float:
+        """Seconds of work the reserve covers."""
+        return max(AHEAD_SECONDS, CLAIM_COVER * self._claim_seconds)
+
+    def _learn(self, now: float) -> bool:
+        """Measure the queue's rate of finished runs and their mean run time, over at least
+        `RATE_WINDOW` since the last measurement; True when it measured."""
         with self._busy_lock:
             finished = self._finished
         work = sum(self._slot_work)
         since = self._rate_since
         if since is None:
             self._rate_since = (now, finished)
-            return
+            return False
         if now - since[0] < RATE_WINDOW:
-            return  # too short to say: a burst of runs ending together is not a rate
+            return False  # too short to say: a burst of runs ending together is not a rate
         self._rate_since = (now, finished)
         rate = (finished - since[1]) / (now - since[0])
         self._rate = rate if not self._rate else self._rate + RATE_WEIGHT * (rate - self._rate)
-        # Jobs that take longer than that between them keep none ahead: a slow kind claims no
-        # more than its free slots.
-        cover = max(AHEAD_SECONDS, CLAIM_COVER * self._claim_seconds)
-        ahead = min(AHEAD_MAX, int(self._rate * cover))
-        # The rate alone misleads when slow jobs started together end together (four
-        # one-second jobs ending within the rate's window read as a fast queue), so the
-        # reserve is also bounded by the jobs' own run time: what all slots finish in `cover`.
-        # A slow kind then keeps none ahead, however its ends bunch up.
         work_since, finished_since = self._work_since
         if finished > finished_since:
             mean = (work - work_since) / (finished - finished_since)
@@ -324,9 +328,103 @@ class QueueWorker:
                 if not self._run_seconds
                 else self._run_seconds + RATE_WEIGHT * (mean - self._run_seconds)
             )
+        return True
+
+    def _reserve(self, overdue: int) -> int:
+        """How many jobs to keep claimed ahead: `cover` seconds of the measured rate, bounded
+        by the jobs' own run time, counting only the slots that still finish jobs at that
+        pace. Jobs that take longer than that between them keep none ahead: a slow kind
+        claims no more than its free slots."""
+        concurrency = self.config.concurrency
+        # An overdue slot finishes nothing at the learned pace while its job runs: its share
+        # of the learned rate drops out now, not after the smoothed rate has decayed (which
+        # takes about a second of windows, during which a burst of slow jobs would be
+        # claimed by one worker on a reserve learned from fast ones).
+        finishing = concurrency - overdue
+        cover = self._cover()
+        ahead = min(AHEAD_MAX, int(self._rate * cover * finishing / concurrency))
+        # The rate alone misleads when slow jobs started together end together (four
+        # one-second jobs ending within the rate's window read as a fast queue), so the
+        # reserve is also bounded by the jobs' own run time: what the slots finish in
+        # `cover`. A slow kind then keeps none ahead, however its ends bunch up.
         if self._run_seconds > 0:
-            ahead = min(ahead, int(self.config.concurrency * cover / self._run_seconds))
-        self.ahead = ahead
+            ahead = min(ahead, int(finishing * cover / self._run_seconds))
+        return ahead
+
+    def _overdue(self, now: float) -> tuple[list[float], int]:
+        """The start times of the slots' current runs, and how many of them are overdue."""
+        after = self._overdue_after()
+        running = [started for started in self._slot_started if started is not None]
+        return running, sum(1 for started in running if now - started > after)
+
+    def _overdue_after(self) -> float:
+        """Seconds a run lasts before it counts as overdue (see `OVERDUE_RUNS`)."""
+        return max(OVERDUE_RUNS * self._run_seconds, AHEAD_SECONDS)
+
+    def next_look(self, seconds: float) -> float:
+        """How long the dispatcher may sleep, at most `seconds`: while the pool holds
+        unstarted jobs, no later than the moment the first running job becomes overdue (its
+        slot then stops counting, and what the others will not start soon goes back)."""
+        with self._held_lock:
+            holding = bool(self._held)
+        if not holding or not self._run_seconds:
+            return seconds
+        now = monotonic()
+        after = self._overdue_after()
+        due = [started + after - now for started in self._slot_started if started is not None]
+        upcoming = [left for left in due if left > 0]
+        # With none upcoming (the slots have not started the jobs just handed out yet, or
+        # every run is overdue already and the rest is kept), look again one period later.
+        return min(seconds, min(upcoming) if upcoming else after)
+
+    def give_back_overdue(self) -> int:
+        """While some slots run overdue jobs, give back the unstarted jobs beyond what the free
+        slots and the other running slots start within `GIVE_BACK_COVERS` covers (the lowest
+        priority, latest claimed first), and wake the other workers so that they claim them;
+        the number given back. Before any run time is measured nothing is held ahead."""
+        if not self._run_seconds:
+            return 0
+        running, overdue = self._overdue(monotonic())
+        if not overdue:
+            return 0
+        pace = GIVE_BACK_COVERS * self._cover() / self._run_seconds
+        keep = self.config.concurrency - len(running) + int((len(running) - overdue) * pace)
+        with self._held_lock:
+            if len(self._held) <= keep:
+                return 0
+            self._held.sort()  # a sorted list is a heap
+            self._held, excess = self._held[:keep], self._held[keep:]
+        runs = [run for _key, _order, run in excess if run.interrupt_by_runtime()]
+        now = self.service.clock()
+        try:
+            # In its place in the queue (its `scheduled_at`), not behind the jobs after it.
+            self.service.store.finish(
+                [
+                    replace(give_back(run.ref, now), scheduled_at=run.claimed.record.scheduled_at)
+                    for run in runs
+                ]
+            )
+        except BaseException:
+            # Held again (as new runs: these ones are ended), so that a slot starts them or
+            # the next look gives them back; the store's error goes up to the thread's loop.
+            with self._busy_lock:
+                self._busy -= len(excess) - len(runs)
+            self.hold_again([run.claimed for run in runs])
+            raise
+        # (A run a drain took over meanwhile is the drain's to write.)
+        for _key, _order, run in excess:
+            self.runs.remove(run)
+        with self._busy_lock:
+            self._busy -= len(excess)
+        self.service.store.wake([self.name])
+        logger.debug(
+            "queue %s: gave back %d unstarted jobs (%d of %d slots overdue)",
+            self.name,
+            len(runs),
+            overdue,
+            self.config.concurrency,
+        )
+        return len(runs)
 
     def claim_took(self, seconds: float) -> None:
         """Note how long a claim took (the dispatcher's, the only thread that claims)."""
@@ -355,6 +453,10 @@ class QueueWorker:
             return
         with self._busy_lock:
             self._busy += len(claimed)
+        self.hold_again(claimed)
+
+    def hold_again(self, claimed: list[ClaimedJob]) -> None:
+        """Put claimed jobs (already counted busy) where the slots take them."""
         runs = [Run(job, CancelScope()) for job in claimed]
         # Registered before a slot takes them, so a drain never misses one; one lock a batch.
         self.runs.add_all(runs)
@@ -409,9 +511,11 @@ class QueueWorker:
                 self._release(run)
                 continue
             handed_on = False
+            self._slot_started[index] = monotonic()
             try:
                 handed_on = self._run(run, index)
             finally:
+                self._slot_started[index] = None
                 # As a request ends: drop connections that broke or outlived CONN_MAX_AGE
                 # (which also readies the health check of CONN_HEALTH_CHECKS for the next run).
                 close_old_connections()

@@ -31,6 +31,7 @@ __all__ = [
     "RECYCLE_EXIT",
     "RecycleLimits",
     "RecycleWatch",
+    "memory_limit_problem",
     "rss_bytes",
     "stop_claiming",
     "wait_idle",
@@ -143,3 +144,18 @@ def wait_idle(runtime: Runtime, interrupted: Callable[[], bool], recheck: float)
     while not interrupted():
         if runtime.runs.wait_empty(None, recheck):
             return
+
+
+def memory_limit_problem(limits: RecycleLimits) -> str | None:
+    """Why `limits`' memory limit cannot work here, or None: a limit below what a worker
+    holds at its start would recycle it after every job."""
+    if limits.max_memory_mib is None:
+        return None
+    used = rss_bytes()
+    if used is None or used < limits.max_memory_mib * MIB:
+        return None
+    return (
+        f"--max-memory-per-process {limits.max_memory_mib} is below the memory a worker "
+        f"holds before it runs any job ({used / MIB:.0f} MiB here): every worker "
+        "would be recycled after each job. Give a limit well above it"
+    )

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from anole_jobs.maintenance.cron import CronScheduler
 from anole_jobs.maintenance.duties import (
@@ -28,6 +28,7 @@ from anole_jobs.maintenance.duties import (
 from anole_jobs.records import RunRecord, StepReport
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
+from anole_jobs.worker import claims
 from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.interrupts import watch_sigint
 from anole_jobs.worker.outcomes import Attempt, Outcomes, give_back
@@ -101,22 +102,20 @@ class Stepper:
         )
 
     def _claim(
-        self, queue: str, handled: frozenset[str], now: datetime, limited: set[str]
+        self, queue: str, handled: frozenset[str], now: datetime, limited: Collection[str]
     ) -> list[ClaimedJob]:
         """The queue's due jobs, within its limits when it has some (in its settings, or set
         at runtime: `limited`)."""
-        service = self.service
-        limits = service.settings.queues[queue].limits
-        options: dict[str, Any] = {
-            "kinds": handled,
-            "limit": CLAIM_LIMIT,
-            "now": now,
-            "lease_until": now + service.settings.lease,
-            "worker": self._leadership().instance,
-        }
-        if limits.active or queue in limited:
-            return service.store.claim_limited(queue, limits=limits, **options).jobs
-        return service.store.claim(queue, **options)
+        limits = claims.limits_in_force(self.service.settings.queues[queue].limits, queue, limited)
+        return claims.claim(
+            self.service,
+            queue,
+            limits,
+            kinds=handled,
+            limit=CLAIM_LIMIT,
+            now=now,
+            worker=self._leadership().instance,
+        ).jobs
 
     def _run_all(self, claimed: list[ClaimedJob]) -> list[Attempt]:
         """Run the claimed jobs one after the other. Whatever a handler raises is its failed

@@ -20,7 +20,9 @@ A worker exits with `RECYCLE_EXIT` when it passed `--max-jobs-per-process` or
 once. Any other exit it did not ask for is restarted after a delay that doubles with each
 failure in a row, up to `Backoff.cap` (a worker that ran `Backoff.stable_after` seconds
 starts over from `Backoff.first`). `Supervision` decides all that and is pure (time is passed
-in); `Supervisor` runs the processes.
+in); `Supervisor` runs the processes; `supervise` is what `runjobs --processes N` calls (the
+workers' command lines, the shared metrics directory). A worker's own side (signals, the pipe,
+recycling) is `anole_jobs.worker.process`.
 """
 
 from __future__ import annotations
@@ -30,14 +32,20 @@ import logging
 import math
 import os
 import select
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
+from anole_jobs import metrics
 from anole_jobs.clock import monotonic
+from anole_jobs.conf import Settings
+from anole_jobs.errors import ConfigurationError
 
 logger = logging.getLogger("anole_jobs.supervisor")
 
@@ -320,3 +328,75 @@ class Supervisor:
             "exiting 0" if self._clean else "a drain did not end cleanly; exiting 1",
         )
         return 0 if self._clean else 1
+
+
+def worker_argv(options: Mapping[str, Any], slot: int) -> list[str]:
+    """The command line of worker `slot` (0-based): the supervisor's own `runjobs` options,
+    less those only the supervisor uses."""
+    # The supervisor ran the system checks: its workers do not print them again.
+    argv = [sys.executable, "-m", "django", "runjobs", "--supervised", str(slot + 1)]
+    argv.append("--skip-checks")
+    for queue in options.get("queues") or ():
+        argv += ["--queue", queue]
+    for option, flag in (
+        ("concurrency", "--concurrency"),
+        ("log_level", "--log-level"),
+        ("verbosity", "--verbosity"),
+        ("max_jobs_per_process", "--max-jobs-per-process"),
+        ("max_memory_per_process", "--max-memory-per-process"),
+        ("settings", "--settings"),
+        ("pythonpath", "--pythonpath"),
+    ):
+        value = options.get(option)
+        if value is not None:
+            argv += [flag, str(value)]
+    if options.get("traceback"):
+        argv.append("--traceback")
+    return argv
+
+
+def supervise(
+    settings: Settings,
+    options: Mapping[str, Any],
+    processes: int,
+    *,
+    observe: Callable[[], None],
+) -> int:
+    """Run `processes` workers (with the `runjobs` `options` they were given) under a
+    supervisor until SIGTERM/SIGINT; the exit status. With `--metrics-port`, the supervisor
+    serves the sum of its workers (`observe` starts that, once the multiprocess directory is
+    set: one made here when none is configured, removed at the end)."""
+    port = options.get("metrics_port")
+    env = dict(os.environ)
+    # `python -m django` puts the working directory first on sys.path; a project started
+    # as `python path/to/manage.py` has the script's directory there instead.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [sys.path[0] or os.getcwd(), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    made_dir = None
+    if port is not None:
+        off = metrics.status(settings)
+        if off is not None:
+            raise ConfigurationError(f"--metrics-port needs metrics on, but {off}")
+        if metrics.multiprocess_dir() is None:
+            made_dir = tempfile.mkdtemp(prefix="anole-jobs-metrics-")
+            os.environ[metrics.MULTIPROC_ENV] = env[metrics.MULTIPROC_ENV] = made_dir
+        logger.info(
+            "runjobs supervisor: serving the sum of its workers' metrics (multiprocess "
+            "directory %s)",
+            metrics.multiprocess_dir(),
+        )
+    try:
+        if port is not None:
+            observe()
+        supervisor = Supervisor(
+            lambda slot: worker_argv(options, slot),
+            processes,
+            env=env,
+            on_exit=metrics.process_exited,
+        )
+        return supervisor.run()
+    finally:
+        metrics.process_exited()  # its own files, if a directory was set before it started
+        if made_dir is not None:
+            shutil.rmtree(made_dir, ignore_errors=True)

@@ -9,6 +9,7 @@ controls; every wait is a condition wait with a deadline, never a sleep. The clo
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -323,6 +324,78 @@ def test_slow_jobs_that_finish_together_keep_no_reserve(
     # The bursts alone read as a queue fast enough for a reserve; the run time says not.
     assert int(pool._rate * AHEAD_SECONDS) > 0, pool._rate
     assert pool._run_seconds == pytest.approx(1.0)
+
+
+def learn_fast(pool: Any, clock: FakeMonotonic, *, per_second: int) -> None:
+    """The pool measures `per_second` near-instant runs a second (1 ms each)."""
+    pool.wanted()  # the first look starts the measurement
+    pool._finished += per_second
+    for slot in range(len(pool._slot_work)):
+        pool._slot_work[slot] += 0.001 * per_second / len(pool._slot_work)
+    clock.now += 1.0
+    pool.wanted()
+
+
+def test_slow_jobs_after_fast_ones_drop_the_reserve_and_go_back_within_a_run(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reserve learned from 2,000 near-instant jobs a second takes a burst of slow jobs
+    with it: four start, four wait behind them. Once the running ones last past what the
+    queue's jobs took (twice the mean, at least AHEAD_SECONDS), their slots stop
+    counting: the reserve is gone at once, and the four unstarted jobs go back to the store
+    (attempt not counted, in their place) for another worker, with a wake-up."""
+    from anole_jobs.worker.queue import AHEAD_SECONDS
+
+    pool, clock = idle_pool(monkeypatch, concurrency=4)
+    learn_fast(pool, clock, per_second=2000)
+    assert pool.ahead == int(2000 * AHEAD_SECONDS)
+    ids = [e.id for e in jobs.enqueue_many([Work() for _ in range(8)])]
+    assert pool.wanted() == 4 + pool.ahead
+    pool.hand_out(claim(8))
+    with pool._held_lock:  # four slots take a job each (what `_slot` does)
+        for slot in range(4):
+            heapq.heappop(pool._held)
+            pool._slot_started[slot] = clock.now
+    woken: list[set[str]] = []
+    wake = pool.service.store.wake
+    monkeypatch.setattr(pool.service.store, "wake", lambda q: (woken.append(set(q)), wake(q)))
+    # Not overdue yet: nothing goes back, and the dispatcher looks again when it would be.
+    assert pool.give_back_overdue() == 0
+    assert pool.next_look(1.0) == pytest.approx(AHEAD_SECONDS)
+    clock.now += AHEAD_SECONDS * 1.01
+    assert pool.wanted() == 0 and pool.ahead == 0
+    assert pool.give_back_overdue() == 4 and woken == [{"default"}]
+    states = {i: jobs.get(i).state for i in ids}
+    assert sorted(states.values()) == ["available"] * 4 + ["running"] * 4
+    back = [jobs.get(i) for i in ids if states[i] == "available"]
+    assert all(r.attempt == 0 for r in back), back  # the attempt given back
+    assert len(list(pool.runs)) == 4 and pool._held == []
+    # The pool itself does not claim them again while its slots run the slow ones.
+    assert pool.wanted() == 0
+
+
+def test_one_overdue_slot_among_fast_ones_keeps_what_the_others_start_soon(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single long job among near-instant ones costs its slot's share of the reserve, not
+    the reserve: the other slots still start the jobs held ahead within the cover."""
+    from anole_jobs.worker.queue import AHEAD_SECONDS
+
+    pool, clock = idle_pool(monkeypatch, concurrency=4)
+    learn_fast(pool, clock, per_second=2000)
+    full = pool.ahead
+    jobs.enqueue_many([Work() for _ in range(4 + full)])
+    pool.hand_out(claim(4 + full))
+    with pool._held_lock:
+        for slot in range(4):
+            heapq.heappop(pool._held)
+            pool._slot_started[slot] = clock.now
+    clock.now += AHEAD_SECONDS * 1.01
+    for slot in range(1, 4):  # three slots moved on to their next near-instant job
+        pool._slot_started[slot] = clock.now
+    pool.wanted()
+    assert pool.ahead == int(2000 * AHEAD_SECONDS * 3 / 4)
+    assert pool.give_back_overdue() == 0 and len(pool._held) == full
 
 
 def test_a_slot_wakes_the_dispatcher_once_per_batch_at_the_low_water(

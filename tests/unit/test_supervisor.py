@@ -8,9 +8,14 @@ import signal
 import pytest
 
 from anole_jobs import events
-from anole_jobs.management.commands.runjobs import _worker_argv
 from anole_jobs.worker.recycle import MIB, RecycleLimits, RecycleWatch
-from anole_jobs.worker.supervisor import RECYCLE_EXIT, Backoff, Supervision, describe_status
+from anole_jobs.worker.supervisor import (
+    RECYCLE_EXIT,
+    Backoff,
+    Supervision,
+    describe_status,
+    worker_argv,
+)
 
 
 class FakeMonotonic:
@@ -180,7 +185,7 @@ def test_a_worker_gets_the_supervisors_options_but_not_its_own(
     options: dict[str, object], tail: list[str]
 ) -> None:
     options = {**options, "processes": 4, "metrics_port": 9100, "metrics_addr": "0.0.0.0"}
-    argv = _worker_argv(options, 1)
+    argv = worker_argv(options, 1)
     assert argv[1:7] == ["-m", "django", "runjobs", "--supervised", "2", "--skip-checks"]
     assert argv[7:] == tail
 
@@ -188,9 +193,9 @@ def test_a_worker_gets_the_supervisors_options_but_not_its_own(
 def test_a_supervisors_drain_request_and_a_direct_signal_drain_once() -> None:
     # A service manager that signals every process of the service reaches a worker directly
     # and through its supervisor: that is one drain, not a drain and a give-back.
-    from anole_jobs.management.commands.runjobs import _Signals
+    from anole_jobs.worker.process import Signals
 
-    signals = _Signals()
+    signals = Signals()
     signals.request_drain("SIGTERM (from the supervisor)")
     signals._on_signal(signal.SIGTERM, None)
     assert (signals.received, signals.count, signals.first) == (
@@ -200,16 +205,16 @@ def test_a_supervisors_drain_request_and_a_direct_signal_drain_once() -> None:
     )
     assert signals._aborting is None
     signals.wait()  # returns at once: the drain was asked for
-    other = _Signals()
+    other = Signals()
     other._on_signal(signal.SIGINT, None)
     other.request_drain("SIGTERM (from the supervisor)")
     assert (other.count, other.first) == (1, "SIGINT")
 
 
 def test_a_recycle_wakes_the_main_thread_without_asking_for_a_drain() -> None:
-    from anole_jobs.management.commands.runjobs import _Signals
+    from anole_jobs.worker.process import Signals
 
-    signals = _Signals()
+    signals = Signals()
     signals.recycle("3 job(s) (--max-jobs-per-process 3)")
     signals.wait()
     assert not signals.received and signals.recycling == "3 job(s) (--max-jobs-per-process 3)"
