@@ -13,6 +13,13 @@ it reads what runs and the recent claims, and asks `plan` which candidates it ma
 held back stays ``available`` with its attempt unchanged; the plan says when the rate window
 lets the next claim in, so a worker sleeps until then instead of polling.
 
+The plan exists three times: `Planner` here (the memory store, and the SQL stores' limited
+claims that PostgreSQL's function does not take: SQLite's, partitioned ones), PostgreSQL's
+claim function and the Redis claim script (`_limits.lua`, `claim_limited.lua`), each in the
+store's own language so that a claim stays one round trip. One table of scenarios in the
+tests (`tests/contract/limit_scenarios.py`) runs against all three, and every store: change
+the plan in one, and the table says where the others differ.
+
 A leaf module: it imports nothing of anole_jobs but `bounds` and `durations`.
 """
 

@@ -398,6 +398,25 @@ def test_one_overdue_slot_among_fast_ones_keeps_what_the_others_start_soon(
     assert pool.give_back_overdue() == 0 and len(pool._held) == full
 
 
+def test_limits_set_at_runtime_reach_a_pool_whose_settings_have_none(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue without limits in its settings claims plainly until `jobs.set_limits` stores
+    some: the pool looks them up now and then, and then claims within them."""
+    from anole_jobs.worker.queue import RUNTIME_LIMITS_EVERY
+
+    pool, _clock = idle_pool(monkeypatch, concurrency=4)
+    assert pool.limits_in_force() is None
+    jobs.set_limits("default", global_concurrency=1)
+    assert pool.limits_in_force() is None  # not looked up again before RUNTIME_LIMITS_EVERY
+    pool._runtime_limits._at -= RUNTIME_LIMITS_EVERY
+    assert pool.limits_in_force() is pool.settings_limits
+    jobs.enqueue_many([Work() for _ in range(3)])
+    pool.subscription.wait(0)
+    pool.dispatcher.run_once()
+    assert len(list(pool.runs)) == 1  # the store applied the stored concurrency
+
+
 def test_a_slot_wakes_the_dispatcher_once_per_batch_at_the_low_water(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:

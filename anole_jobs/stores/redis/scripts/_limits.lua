@@ -6,6 +6,9 @@
 -- missing). Running jobs are those a limited claim took (`lr:` hash), dropped once they no
 -- longer run; the rate window of a partition is a sorted set of claim times (epoch seconds,
 -- scores written from strings so no precision is lost).
+--
+-- The plan follows anole_jobs/limits.py's Planner; tests/contract/limit_scenarios.py runs one
+-- table of scenarios against both (and PostgreSQL's claim function), so keep them in step.
 
 local function limits_of(queue, gc, rc, rs)
   local runtime = redis.call('HGET', K_limits(), queue)
