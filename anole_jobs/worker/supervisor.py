@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Literal
 
+from anole_jobs.background import THREAD_DIED_EXIT
 from anole_jobs.clock import monotonic
 
 logger = logging.getLogger("anole_jobs.supervisor")
@@ -83,6 +84,8 @@ def describe_status(code: int) -> str:
         except ValueError:
             name = f"signal {-code}"
         return f"was killed by {name}"
+    if code == THREAD_DIED_EXIT:
+        return f"exited with code {code} (one of its background threads died)"
     return f"exited with code {code}"
 
 

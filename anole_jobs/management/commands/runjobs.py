@@ -29,6 +29,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs import metrics, tracing
 from anole_jobs.api import jobs
+from anole_jobs.background import THREAD_DIED_EXIT, set_death_handler, start_thread
 from anole_jobs.errors import ConfigurationError, StoreUnavailable
 from anole_jobs.worker import recycle
 from anole_jobs.worker.logline import LineFormatter
@@ -167,6 +168,9 @@ class Command(BaseCommand):
             self._start_observability(service.settings, options)
             signals = _Signals()
             signals.install()
+            # A background thread that dies wakes this thread, which drains and exits non-zero
+            # (instead of the process living on with a part of its workers gone).
+            set_death_handler(signals.thread_died)
             if supervised is not None:
                 _listen_to_supervisor(signals)
             runtime = jobs.start(queues=options.get("queues"), concurrency=concurrency)
@@ -180,7 +184,7 @@ class Command(BaseCommand):
             "runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers)
         )
         signals.wait()
-        recycled = signals.recycling is not None and not signals.received
+        recycled = signals.recycling is not None and not signals.received and signals.died is None
         if recycled:
             given_back = recycle.stop_claiming(runtime)
             logger.info(
@@ -192,9 +196,15 @@ class Command(BaseCommand):
             )
             recycle.wait_idle(runtime, lambda: signals.received, RECYCLE_RECHECK)
             recycled = not signals.received
+        if signals.died is not None and not signals.received:
+            reason = f"runjobs: background thread {signals.died} died"
+        elif recycled:
+            reason = "runjobs: recycling"
+        else:
+            reason = f"runjobs: {signals.first} received"
         runtime.stop(
             drain=True,
-            reason="runjobs: recycling" if recycled else f"runjobs: {signals.first} received",
+            reason=reason,
             hint="a second SIGTERM or SIGINT gives them back now and exits",
         )
         signals.drained()  # a second signal's give-back, if one began, ends the process
@@ -202,6 +212,14 @@ class Command(BaseCommand):
             unsubscribe()
         jobs.stop(drain=True)  # the runtime has stopped: this only forgets it
         metrics.process_exited()
+        if signals.died is not None:
+            logger.critical(
+                "runjobs: stopped after background thread %s died; exiting with status %d so "
+                "that it is started again",
+                signals.died,
+                THREAD_DIED_EXIT,
+            )
+            sys.exit(THREAD_DIED_EXIT)
         if recycled:
             logger.info(
                 "runjobs: stopped; exiting with status %d so that it is replaced", RECYCLE_EXIT
@@ -364,7 +382,7 @@ def _listen_to_supervisor(signals: _Signals) -> None:
                 signals.escalate(from_signal=False)
         signals.request_drain("end of input (the supervisor is gone)")
 
-    threading.Thread(target=listen, name="runjobs-supervisor-pipe", daemon=True).start()
+    start_thread(listen, name="runjobs-supervisor-pipe")
 
 
 class _Signals:
@@ -385,6 +403,8 @@ class _Signals:
         self.count = 0
         #: Why this worker recycles (set once, by `recycle`), or None.
         self.recycling: str | None = None
+        #: The name of the first background thread that died, or None.
+        self.died: str | None = None
         # Taken without blocking by whoever starts the give-back (a signal handler must never
         # block): a second request, from the supervisor's pipe, sees it taken and stops there.
         self._abort_gate = threading.Lock()
@@ -401,8 +421,15 @@ class _Signals:
 
     def wait(self) -> None:
         """Block the main thread until the first SIGTERM or SIGINT."""
-        while not self.received and self.recycling is None:
+        while not self.received and self.recycling is None and self.died is None:
             os.read(self._wake_read, 1)  # retried after each signal handler (PEP 475)
+
+    def thread_died(self, name: str, exc: BaseException) -> None:
+        """The death handler (called from the dying thread): wake the main thread, which
+        drains and exits with `THREAD_DIED_EXIT`."""
+        if self.died is None:
+            self.died = name
+            os.write(self._wake_write, b"!")
 
     def recycle(self, reason: str) -> None:
         """Past a recycling limit (called from a worker thread): wake the main thread."""
