@@ -22,7 +22,12 @@ def to_timedelta(
     elif isinstance(value, (int, float)):
         if not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
-        result = timedelta(seconds=value)
+        try:
+            result = timedelta(seconds=value)
+        except OverflowError:  # past timedelta's ~2.7 million years, either way
+            raise ValueError(
+                f"{name} is too long: at most {timedelta.max.days:,} days, got {value!r} seconds"
+            ) from None
     else:
         raise ValueError(
             f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}"
