@@ -76,9 +76,16 @@ class JobsFacade:
     def reset(self) -> None:
         """Drop the service (settings changed); the next call builds a new one."""
         with self._lock:
-            runtime, service = self._runtime, self._service
+            runtime, service, stepper = self._runtime, self._service, self._stepper
             self._service = self._stepper = self._runtime = None
             unobserve, self._unobserve = self._unobserve, lambda: None
+        if stepper is not None:
+            try:
+                stepper.close()  # resigns (heard by the metrics, still observing)
+            except Exception:  # noqa: BLE001 - the leadership then lapses with its lease
+                logging.getLogger("anole_jobs").warning(
+                    "could not resign jobs.step()'s leadership; it lapses with its lease"
+                )
         unobserve()
         if runtime is not None:
             runtime.stop()

@@ -12,21 +12,39 @@ reads is owned by `StoreHealth`, one per process: one WARNING when the store sto
 (a thread failed twice in a row, so one stale connection is not an outage) and one when it
 answers again, however many threads noticed; tracebacks only at DEBUG.
 
+No exception ends a background thread: a failed round backs off and tries again, however
+long the outage (the back-off's arithmetic is bounded, and its error path is guarded too).
+A thread that ends anyway (something that is not an `Exception`, or a bug in this module) is
+reported by `report_death`: one CRITICAL line naming the thread and the error, then the
+process's death handler, which by default asks the process to stop (SIGTERM) so that its
+supervisor or platform starts a new one; `runjobs` installs its own, which drains and exits
+with `THREAD_DIED_EXIT`. A worker never lives on as a process whose threads are gone.
+
 Leaf module: imports only `clock` (and Django's connection handling).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import random
+import signal
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from anole_jobs.clock import monotonic
 
 logger = logging.getLogger("anole_jobs.store")
+runtime_logger = logging.getLogger("anole_jobs.runtime")
 
 BACKOFF_BASE = 0.25  # seconds before the first retry
 BACKOFF_CAP = 10.0  # the longest a thread waits between two tries while the store is down
+#: The largest power of two a back-off multiplies its base by: 2**64 times any base in use is
+#: far past any cap, and a float power that large stays finite (2**1024 does not).
+BACKOFF_MAX_EXPONENT = 64
+#: The exit status of a `runjobs` whose background thread died (EX_SOFTWARE, sysexits.h).
+THREAD_DIED_EXIT = 70
 
 
 class Idle(float):
@@ -37,8 +55,69 @@ class Idle(float):
 def backoff_delay(failures: int, *, base: float = BACKOFF_BASE, cap: float = BACKOFF_CAP) -> float:
     """Seconds to wait after the `failures`-th failure in a row: doubling, capped, and
     jittered down by up to half so threads that failed together do not retry together."""
-    ceiling = min(cap, base * 2 ** max(failures - 1, 0))
+    exponent = min(max(failures - 1, 0), BACKOFF_MAX_EXPONENT)
+    ceiling = min(cap, base * 2.0**exponent)
     return ceiling * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not security
+
+
+# -- a thread that died ----------------------------------------------------------------------------
+#: What the process does once a background thread died: `(thread name, error) -> None`.
+DeathHandler = Callable[[str, BaseException], None]
+
+
+def stop_the_process(name: str, exc: BaseException) -> None:
+    """The default death handler: SIGTERM to this process, which then stops as it would
+    for its service manager (a web server drains and is restarted; `runjobs` installs a
+    handler of its own)."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+_death_handler: DeathHandler = stop_the_process
+_death_lock = threading.Lock()
+
+
+def set_death_handler(handler: DeathHandler) -> DeathHandler:
+    """Install what the process does once a background thread died; returns the previous."""
+    global _death_handler
+    with _death_lock:
+        previous, _death_handler = _death_handler, handler
+    return previous
+
+
+def report_death(name: str, exc: BaseException) -> None:
+    """A background thread ended by `exc`: say so at CRITICAL, then call the death handler."""
+    runtime_logger.critical(
+        "background thread %s died: %s; this worker can no longer do its work, so the process "
+        "stops to be started again",
+        name,
+        describe_error(exc),
+        exc_info=exc,
+        extra={"thread_died": name},
+    )
+    with _death_lock:
+        handler = _death_handler
+    try:
+        handler(name, exc)
+    except Exception:  # noqa: BLE001 - the CRITICAL line above has told the operator
+        runtime_logger.exception("the death handler failed for thread %s", name)
+
+
+def start_thread(
+    target: Callable[..., Any], *, name: str, args: tuple[Any, ...] = ()
+) -> threading.Thread:
+    """Start a daemon thread of the runtime; if `target` ends by an exception (any
+    `BaseException`), `report_death` hears of it. Threads whose end is the end of their
+    work return normally."""
+
+    def watched() -> None:
+        try:
+            target(*args)
+        except BaseException as exc:  # noqa: BLE001 - reported, never silent
+            report_death(name, exc)
+
+    thread = threading.Thread(target=watched, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def describe_error(exc: BaseException) -> str:
@@ -169,8 +248,7 @@ class BackgroundThread:
         return self._stopping.is_set()
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._main, name=self.name)
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -189,31 +267,76 @@ class BackgroundThread:
         return self.join(timeout)
 
     def _main(self) -> None:
+        """The thread's life: rounds until stopped. Nothing that is an `Exception` ends it,
+        wherever it is raised (a round, its error path, the wait, the stop check); anything
+        else ends it, and `start_thread` reports that as a death unless it was stopping."""
         try:
-            while self.keep_going():
-                self.pause(self.round())
+            while self._keep_going():
+                self._pause(self.round())
+        except BaseException:
+            if self.stopping:
+                logger.debug("%s: ended by an error while stopping", self.name, exc_info=True)
+                return
+            raise
         finally:
-            try:
-                self.on_exit()
-            except Exception:  # noqa: BLE001 - the thread is ending either way
-                logger.debug("%s: clean-up failed", self.name, exc_info=True)
-            close_connections()
+            self._clean_up()
 
     def round(self) -> float:
         """Run one round with the failure handling; the seconds to wait before the next."""
         try:
             wait = self.run_once()
         except Exception as exc:  # noqa: BLE001 - a background thread outlives store outages
+            return self._failed(exc)
+        try:
+            if not isinstance(wait, Idle):
+                self.recovered()
+            return max(float(wait), 0.0)
+        except Exception as exc:  # noqa: BLE001 - a bad wait or a failing health report
+            return self._failed(exc)
+
+    def _failed(self, exc: Exception) -> float:
+        """A failed round: close broken connections, let the subclass and `health` hear of
+        it, and return the back-off. Each of those is guarded: a failure in the error path
+        is logged and the thread backs off all the same."""
+        self.failures += 1
+        delay = backoff_delay(self.failures)
+        for step in (
+            close_broken_connections,
+            lambda: self.on_failure(exc),
+            lambda: self.health.failed(
+                exc, where=self.label or self.name, failures=self.failures, retry_in=delay
+            ),
+        ):
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - the back-off below still happens
+                logger.debug("%s: error while handling a failed round", self.name, exc_info=True)
+        return delay
+
+    def _keep_going(self) -> bool:
+        try:
+            return self.keep_going()
+        except Exception:  # noqa: BLE001 - fall back to the plain stop flag
+            logger.debug("%s: keep_going failed", self.name, exc_info=True)
+            return not self.stopping
+
+    def _pause(self, seconds: float) -> None:
+        try:
+            self.pause(seconds)
+        except Exception:  # noqa: BLE001 - wait on the stop flag instead, backing off
             self.failures += 1
-            close_broken_connections()
-            delay = backoff_delay(self.failures)
-            self.on_failure(exc)
-            where = self.label or self.name
-            self.health.failed(exc, where=where, failures=self.failures, retry_in=delay)
-            return delay
-        if not isinstance(wait, Idle):
-            self.recovered()
-        return float(wait)
+            logger.debug("%s: its wait failed", self.name, exc_info=True)
+            self._stopping.wait(max(seconds, backoff_delay(self.failures)))
+
+    def _clean_up(self) -> None:
+        try:
+            self.on_exit()
+        except Exception:  # noqa: BLE001 - the thread is ending either way
+            logger.debug("%s: clean-up failed", self.name, exc_info=True)
+        try:
+            close_connections()
+        except Exception:  # noqa: BLE001 - the thread is ending either way
+            logger.debug("%s: closing its connections failed", self.name, exc_info=True)
 
     def recovered(self) -> None:
         """A store call succeeded: the back-off starts over and `health` hears of it. The base

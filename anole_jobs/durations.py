@@ -24,8 +24,10 @@ def to_timedelta(
             raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
         try:
             result = timedelta(seconds=value)
-        except OverflowError:  # over 999,999,999 days: no timedelta (nor store) holds it
-            raise ValueError(f"{name} is too long: {value!r} seconds") from None
+        except OverflowError:  # past timedelta's ~2.7 million years, either way
+            raise ValueError(
+                f"{name} is too long: at most {timedelta.max.days:,} days, got {value!r} seconds"
+            ) from None
     else:
         raise ValueError(
             f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}"

@@ -168,6 +168,8 @@ class MetricsListener:
         #: The running gauge's child of each queue, as the function that adds to it.
         self._running_children: dict[object, Callable[[float], None]] = {}
         self._queued_keys: set[tuple[str, str]] = set()
+        self._leaders: set[str] = set()
+        self._leaders_lock = threading.Lock()
         self._queued_lock = threading.Lock()
         self._handlers: dict[str, Callable[[events.Event], None]] = {
             events.ENQUEUED: self._enqueued,
@@ -254,12 +256,15 @@ class MetricsListener:
         self._child(self.rescued, *self._kind(event.fields)).inc()
 
     def _leadership(self, event: events.Event) -> None:
-        # Counted, not set: two instances in one process (jobs.step() in threads) each report
-        # their own changes.
-        if event["leader"]:
-            self.leader.inc()
-        else:
-            self.leader.dec()
+        # The instances of this process that lead (a runtime's, jobs.step()'s): the gauge is 1
+        # while any does. Set, not counted up and down, so that it never reads more than 1.
+        instance = str(event.fields.get("instance", ""))
+        with self._leaders_lock:
+            if event["leader"]:
+                self._leaders.add(instance)
+            else:
+                self._leaders.discard(instance)
+            self.leader.set(1 if self._leaders else 0)
 
     def _cron_enqueued(self, event: events.Event) -> None:
         self._child(self.cron_enqueued, self.cap("name", str(event["name"]))).inc()

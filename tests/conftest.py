@@ -245,6 +245,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def thread_deaths() -> Iterator[list[tuple[str, BaseException]]]:
+    """A background thread that dies in the test process is recorded (and logged at
+    CRITICAL) instead of sending SIGTERM to pytest, as it would to a worker process."""
+    from anole_jobs.background import set_death_handler
+
+    deaths: list[tuple[str, BaseException]] = []
+    previous = set_death_handler(lambda name, exc: deaths.append((name, exc)))
+    yield deaths
+    set_death_handler(previous)
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

@@ -107,35 +107,46 @@ class QueuedGauge:
 
 class Leadership:
     """Takes or keeps leadership for one instance; reports changes. One instance leads at a
-    time (see docs/runtime.md)."""
+    time (see docs/runtime.md). Safe to share between threads (`jobs.step()` in several
+    threads of one process is one instance)."""
 
     def __init__(self, service: JobService, instance: str) -> None:
         self.service = service
         self.instance = instance
         self.leading = False
+        # One election at a time: two threads must not both report the same change.
+        self._lock = threading.Lock()
 
     def run_once(self, now: datetime) -> bool:
-        try:
-            leading = self.service.store.lead(
-                instance=self.instance, now=now, ttl=self.service.settings.lease
-            )
-        except Exception as exc:  # noqa: BLE001 - a follower until the store answers again
-            # Not counted as an outage here: the maintenance loop's next store call is.
-            health.failed(exc, where="leader election (acting as a follower)", failures=1)
-            leading = False
-        if leading != self.leading:
-            self.leading = leading
-            logger.info(
-                "instance %s %s leader", self.instance, "is now" if leading else "is no longer"
-            )
-            self.service.bus.emit(events.LEADERSHIP, leader=leading)
-        return leading
+        with self._lock:
+            try:
+                leading = self.service.store.lead(
+                    instance=self.instance, now=now, ttl=self.service.settings.lease
+                )
+            except Exception as exc:  # noqa: BLE001 - a follower until the store answers again
+                # Not counted as an outage here: the maintenance loop's next store call is.
+                health.failed(exc, where="leader election (acting as a follower)", failures=1)
+                leading = False
+            if leading != self.leading:
+                self.leading = leading
+                logger.info(
+                    "instance %s %s leader", self.instance, "is now" if leading else "is no longer"
+                )
+                self._report(leading)
+            return leading
 
     def resign(self) -> None:
-        if self.leading:
-            self.service.store.resign(instance=self.instance)
-            self.leading = False
-            self.service.bus.emit(events.LEADERSHIP, leader=False)
+        with self._lock:
+            if self.leading:
+                self.leading = False
+                try:
+                    self.service.store.resign(instance=self.instance)
+                finally:
+                    # Reported even when the store did not answer: the lease then lapses.
+                    self._report(False)
+
+    def _report(self, leading: bool) -> None:
+        self.service.bus.emit(events.LEADERSHIP, leader=leading, instance=self.instance)
 
 
 class UnhandledKinds:

@@ -51,6 +51,12 @@ TRACEBACK_CHARS = 4000
 MESSAGE_CHARS = 2000
 
 
+#: The longest delay a kind's own backoff may return: far past any retry anyone waits for,
+#: and short enough that the retry's time stays a date (`now + delay` past the year 9999
+#: raises OverflowError, which would fail the run's write every time it ran again).
+LONGEST_BACKOFF = timedelta(days=365_000)
+
+
 class _Control:
     """The `RunControl` a `Job` delegates waits and transactional completion to."""
 
@@ -385,10 +391,11 @@ class Executor:
                 delay = custom(attempt)
                 if isinstance(delay, (int, float)) and not isinstance(delay, bool):
                     delay = timedelta(seconds=delay)
-                if isinstance(delay, timedelta) and delay >= timedelta(0):
+                if isinstance(delay, timedelta) and timedelta(0) <= delay <= LONGEST_BACKOFF:
                     return delay
                 logger.error(
-                    "backoff of kind %s returned %r, not a timedelta; using the default",
+                    "backoff of kind %s returned %r, not a timedelta of at most 1,000 years "
+                    "(a retry time a date can hold); using the default",
                     handler.kind.name,
                     delay,
                 )

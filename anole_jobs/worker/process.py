@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from anole_jobs import events, metrics
+from anole_jobs.background import THREAD_DIED_EXIT, set_death_handler, start_thread
 from anole_jobs.worker import recycle
 from anole_jobs.worker.supervisor import DRAIN, GIVE_BACK, RECYCLE_EXIT
 
@@ -39,7 +40,8 @@ RECYCLE_RECHECK = 0.5
 class WorkerProcess:
     """`start` installs the signal handlers (and the supervisor's pipe) and starts the
     runtime; `run` then serves until a signal, the supervisor or a recycling limit ends it,
-    drains, and returns the exit status (0, or `RECYCLE_EXIT`)."""
+    drains, and returns the exit status (0, `RECYCLE_EXIT`, or `THREAD_DIED_EXIT` when a
+    background thread died)."""
 
     def __init__(self, limits: recycle.RecycleLimits, *, supervised: int | None) -> None:
         self.limits = limits
@@ -50,6 +52,9 @@ class WorkerProcess:
     def start(self, start_runtime: Callable[[], Runtime]) -> None:
         signals = self.signals
         signals.install()
+        # A background thread that dies wakes this thread, which drains and exits non-zero
+        # (instead of the process living on with a part of its workers gone).
+        set_death_handler(signals.thread_died)
         if self.supervised is not None:
             listen_to_supervisor(signals)
         self.runtime = signals.runtime = start_runtime()
@@ -66,7 +71,7 @@ class WorkerProcess:
             "runjobs running %d queue(s); send SIGTERM or SIGINT to drain", len(runtime.workers)
         )
         signals.wait()
-        recycled = signals.recycling is not None and not signals.received
+        recycled = signals.recycling is not None and not signals.received and signals.died is None
         if recycled:
             given_back = recycle.stop_claiming(runtime)
             logger.info(
@@ -78,9 +83,15 @@ class WorkerProcess:
             )
             recycle.wait_idle(runtime, lambda: signals.received, RECYCLE_RECHECK)
             recycled = not signals.received
+        if signals.died is not None and not signals.received:
+            reason = f"runjobs: background thread {signals.died} died"
+        elif recycled:
+            reason = "runjobs: recycling"
+        else:
+            reason = f"runjobs: {signals.first} received"
         runtime.stop(
             drain=True,
-            reason="runjobs: recycling" if recycled else f"runjobs: {signals.first} received",
+            reason=reason,
             hint="a second SIGTERM or SIGINT gives them back now and exits",
         )
         signals.drained()  # a second signal's give-back, if one began, ends the process
@@ -88,6 +99,14 @@ class WorkerProcess:
             unsubscribe()
         forget()  # the runtime has stopped: this only forgets it
         metrics.process_exited()
+        if signals.died is not None:
+            logger.critical(
+                "runjobs: stopped after background thread %s died; exiting with status %d so "
+                "that it is started again",
+                signals.died,
+                THREAD_DIED_EXIT,
+            )
+            return THREAD_DIED_EXIT
         if recycled:
             logger.info(
                 "runjobs: stopped; exiting with status %d so that it is replaced", RECYCLE_EXIT
@@ -128,7 +147,7 @@ def listen_to_supervisor(signals: Signals) -> None:
                 signals.escalate(from_signal=False)
         signals.request_drain("end of input (the supervisor is gone)")
 
-    threading.Thread(target=listen, name="runjobs-supervisor-pipe", daemon=True).start()
+    start_thread(listen, name="runjobs-supervisor-pipe")
 
 
 class Signals:
@@ -149,6 +168,8 @@ class Signals:
         self.count = 0
         #: Why this worker recycles (set once, by `recycle`), or None.
         self.recycling: str | None = None
+        #: The name of the first background thread that died, or None.
+        self.died: str | None = None
         # Taken without blocking by whoever starts the give-back (a signal handler must never
         # block): a second request, from the supervisor's pipe, sees it taken and stops there.
         self._abort_gate = threading.Lock()
@@ -165,8 +186,15 @@ class Signals:
 
     def wait(self) -> None:
         """Block the main thread until the first SIGTERM or SIGINT."""
-        while not self.received and self.recycling is None:
+        while not self.received and self.recycling is None and self.died is None:
             os.read(self._wake_read, 1)  # retried after each signal handler (PEP 475)
+
+    def thread_died(self, name: str, exc: BaseException) -> None:
+        """The death handler (called from the dying thread): wake the main thread, which
+        drains and exits with `THREAD_DIED_EXIT`."""
+        if self.died is None:
+            self.died = name
+            os.write(self._wake_write, b"!")
 
     def recycle(self, reason: str) -> None:
         """Past a recycling limit (called from a worker thread): wake the main thread."""

@@ -47,8 +47,9 @@ import queue as queue_module
 import threading
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
-from anole_jobs.background import BackgroundThread
+from anole_jobs.background import BackgroundThread, start_thread
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
 from anole_jobs.limits import Limits
@@ -228,10 +229,7 @@ class QueueWorker:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         for index in range(self.config.concurrency):
-            thread = threading.Thread(
-                target=self._slot, args=(index,), name=f"anole-{self.name}-{index}", daemon=True
-            )
-            thread.start()
+            thread = start_thread(self._slot, args=(index,), name=f"anole-{self.name}-{index}")
             self._threads.append(thread)
         self.dispatcher.start()
 
@@ -502,27 +500,34 @@ class QueueWorker:
         while True:
             if self._inbox.get() is _STOP:
                 break
-            with self._held_lock:
-                if not self._held:
-                    continue  # the drain took the job this token was for
-                run = heapq.heappop(self._held)[2]
-            if run.ended:
-                # The drain already gave it back before any slot started it.
-                self._release(run)
-                continue
-            handed_on = False
-            self._slot_started[index] = monotonic()
             try:
-                handed_on = self._run(run, index)
-            finally:
-                self._slot_started[index] = None
-                # As a request ends: drop connections that broke or outlived CONN_MAX_AGE
-                # (which also readies the health check of CONN_HEALTH_CHECKS for the next run).
-                close_old_connections()
-                self.runs.remove(run)
-                if not handed_on:  # else the completer calls `_settled` once it wrote
-                    self._settled()
+                self._take_and_run(index, close_old_connections)
+            except Exception:  # noqa: BLE001 - a slot lives as long as its pool
+                logger.exception("queue %s: slot %d failed between two jobs", self.name, index)
         close_connections()
+
+    def _take_and_run(self, index: int, close_old_connections: Any) -> None:
+        """Run the held job a token stands for (if the drain left it)."""
+        with self._held_lock:
+            if not self._held:
+                return  # the drain took the job this token was for
+            run = heapq.heappop(self._held)[2]
+        if run.ended:
+            # The drain already gave it back before any slot started it.
+            self._release(run)
+            return
+        handed_on = False
+        self._slot_started[index] = monotonic()
+        try:
+            handed_on = self._run(run, index)
+        finally:
+            self._slot_started[index] = None
+            # As a request ends: drop connections that broke or outlived CONN_MAX_AGE
+            # (which also readies the health check of CONN_HEALTH_CHECKS for the next run).
+            close_old_connections()
+            self.runs.remove(run)
+            if not handed_on:  # else the completer calls `_settled` once it wrote
+                self._settled()
 
     def _run(self, run: Run, index: int) -> bool:
         """Run one claimed job in this slot; True once its outcome is the completer's to

@@ -25,12 +25,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 
-from anole_jobs.background import (
-    backoff_delay,
-    close_broken_connections,
-    close_connections,
-    describe_error,
-)
+from anole_jobs.background import BackgroundThread, StoreHealth, describe_error
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
 from anole_jobs.errors import RUN_MIGRATE, ConfigurationError, StoreUnavailable, missing_schema
@@ -287,68 +282,92 @@ class Runtime:
         return len(runs)
 
 
+class _Unreported(StoreHealth):
+    """The probe's health: its failures make the one line `wait_for_store` raises, not an
+    outage's WARNINGs (the process has not started yet)."""
+
+    def failed(
+        self, exc: BaseException, *, where: str, failures: int, retry_in: float | None = None
+    ) -> None:
+        pass
+
+    def answered(self) -> None:
+        pass
+
+
+class StoreProbe(BackgroundThread):
+    """Reads from the store until it answers once, backing off between tries, and gives up
+    at `deadline` (a `monotonic` time): the start-up check of `wait_for_store`."""
+
+    name = "anole-store-probe"
+
+    def __init__(self, service: JobService, deadline: float) -> None:
+        super().__init__(store_health=_Unreported())
+        self.service = service
+        self.deadline = deadline
+        self.answered = threading.Event()
+        self.last_error: BaseException | None = None
+        #: Once answered: this release's migrations the database lacks, and (when it lacks
+        #: none) how its server functions and triggers differ from this release's.
+        self.pending: list[str] = []
+        self.drift: list[str] = []
+
+    def keep_going(self) -> bool:
+        return not self.stopping and monotonic() < self.deadline
+
+    def run_once(self) -> float:
+        self.service.store.get(0)
+        self.pending = _pending_migrations(self.service)
+        self.drift = [] if self.pending else _schema_drift(self.service)
+        self.last_error = None
+        self.answered.set()
+        self.request_stop()
+        return 0.0
+
+    def on_failure(self, exc: Exception) -> None:
+        self.last_error = exc
+        if missing_schema(exc):
+            # Asking again will not create the tables: answer now, with what to do.
+            self.answered.set()
+            self.request_stop()
+
+    def pause(self, seconds: float) -> None:
+        super().pause(min(seconds, self.deadline - monotonic()))
+
+
 def wait_for_store(service: JobService, timeout: float) -> None:
     """Return once the store answers a read; raise `StoreUnavailable` naming the last error
     when it does not within `timeout` seconds (a hung connect included: the probe runs in a
     thread of its own). A database whose tables are missing, or that lacks some of this
     release's migrations, is no outage: that is said at once, with what to do. Server functions
     or triggers that differ from this release's are logged (a WARNING), and the start goes on."""
-    deadline = monotonic() + timeout
-    last: list[BaseException] = []
-    pending: list[str] = []
-    drift: list[str] = []
-    answered = threading.Event()
-    stop = threading.Event()
-
-    def probe() -> None:
-        failures = 0
-        try:
-            while not stop.is_set():
-                try:
-                    service.store.get(0)
-                    pending[:] = _pending_migrations(service)
-                    drift[:] = [] if pending else _schema_drift(service)
-                except Exception as exc:  # noqa: BLE001 - reported below, in one line
-                    last[:] = [exc]
-                    if missing_schema(exc):
-                        answered.set()  # asking again will not create the tables
-                        return
-                    close_broken_connections()
-                    failures += 1
-                    stop.wait(min(backoff_delay(failures), max(0.0, deadline - monotonic())))
-                    continue
-                last.clear()
-                answered.set()
-                return
-        finally:
-            close_connections()
-
-    thread = threading.Thread(target=probe, name="anole-store-probe", daemon=True)
-    thread.start()
-    answered.wait(timeout)
-    stop.set()
-    if answered.is_set():
+    probe = StoreProbe(service, monotonic() + timeout)
+    probe.start()
+    probe.answered.wait(timeout)
+    probe.request_stop()
+    if probe.answered.is_set():
         name = service.store.name
-        if last:
+        if probe.last_error is not None:
             raise StoreUnavailable(
                 f"the {name} store's tables are missing from its database"
-                f" ({describe_error(last[0])}): {RUN_MIGRATE}"
+                f" ({describe_error(probe.last_error)}): {RUN_MIGRATE}"
             )
-        if pending:
+        if probe.pending:
             raise StoreUnavailable(
                 f"the {name} store's database lacks migrations of this release"
-                f" ({', '.join(pending)}): {RUN_MIGRATE}"
+                f" ({', '.join(probe.pending)}): {RUN_MIGRATE}"
             )
-        if drift:
+        if probe.drift:
             logger.warning(
                 "the %s store's server functions and triggers are not the ones this release"
                 " expects (%s): %s, or see docs/upgrading.md",
                 name,
-                "; ".join(drift),
+                "; ".join(probe.drift),
                 RUN_MIGRATE,
             )
         return
-    why = describe_error(last[0]) if last else "no answer (the connection hangs)"
+    last = probe.last_error
+    why = describe_error(last) if last is not None else "no answer (the connection hangs)"
     raise StoreUnavailable(
         f"the {service.store.name} store did not answer within {timeout:g} s: {why}. "
         "Check that the server runs and that the settings point at it "

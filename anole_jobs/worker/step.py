@@ -2,9 +2,13 @@
 
 Order: leader, cron, stage, rescue, prune and the queued-jobs gauge (leader only), then every
 due job of every configured queue, one after the other. In manual mode there is no heartbeat:
-a lease ends `LEASE` after the claim. `step()` may run in several threads at once; each thread
-is an instance. A kind's timeout is enforced as in the runtime: the handler is cancelled at
-its next wait after it.
+a lease ends `LEASE` after the claim. A kind's timeout is enforced as in the runtime: the
+handler is cancelled at its next wait after it.
+
+`step()` may run in several threads at once. The process is one instance, whatever thread
+steps: one leadership (on PostgreSQL one advisory-lock session) shared by its threads, so a
+thread that stepped and ended leaves nothing behind that keeps the others from leading, and
+the leader gauge counts the process once. Its leader duties run one thread at a time.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from datetime import datetime
 
@@ -47,25 +51,38 @@ class Stepper:
         self.outcomes = Outcomes(service)
         self.cron = CronScheduler(service)
         self.gauge = QueuedGauge(service)
-        self._local = threading.local()
+        self._leadership_lock = threading.Lock()
+        self._leader: Leadership | None = None
+        #: Held while a thread runs the leader duties (cron, prune, the gauge).
+        self._leader_duties = threading.Lock()
 
     def _leadership(self) -> Leadership:
-        leadership = getattr(self._local, "leadership", None)
-        if leadership is None:
-            name = f"{instance_name()}:step-{threading.get_ident()}"
-            leadership = self._local.leadership = Leadership(self.service, name)
-        return leadership
+        """This process's leadership (a forked child gets one of its own: a new pid)."""
+        with self._leadership_lock:
+            leadership = self._leader
+            if leadership is None or leadership.instance != f"{instance_name()}:step":
+                leadership = self._leader = Leadership(self.service, f"{instance_name()}:step")
+            return leadership
+
+    def close(self) -> None:
+        """Resign (the service is being dropped): another instance may lead at once, and the
+        leader gauge no longer counts this one."""
+        with self._leadership_lock:
+            leadership, self._leader = self._leader, None
+        if leadership is not None:
+            leadership.resign()
 
     def step(self) -> StepReport:
         service = self.service
         now = service.clock()
         leader = self._leadership().run_once(now)
-        cron_enqueued = self.cron.run_once(now) if leader else 0
+        cron_enqueued = self._as_leader(leader, lambda: self.cron.run_once(now))
         staged = Stager(service).run_once(now)
         rescued = len(Rescuer(service).run_once(now))
-        pruned = Pruner(service).run_once(now) if leader else 0
+        pruned = self._as_leader(leader, lambda: Pruner(service).run_once(now))
         if leader:
-            self.gauge.run_once(now)
+            with self._leader_duties:
+                self.gauge.run_once(now)
         runs = []
         queues = list(service.settings.queues)
         handled = service.registry.handled_kinds()
@@ -100,6 +117,13 @@ class Stepper:
             cron_enqueued=cron_enqueued,
             leader=leader,
         )
+
+    def _as_leader(self, leader: bool, duty: Callable[[], int | None]) -> int:
+        """Run a leader duty (0 for a follower), one thread of the process at a time."""
+        if not leader:
+            return 0
+        with self._leader_duties:
+            return duty() or 0
 
     def _claim(
         self, queue: str, handled: frozenset[str], now: datetime, limited: Collection[str]

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 from anole_jobs import metrics
+from anole_jobs.background import THREAD_DIED_EXIT
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import Settings
 from anole_jobs.errors import ConfigurationError
@@ -91,6 +92,8 @@ def describe_status(code: int) -> str:
         except ValueError:
             name = f"signal {-code}"
         return f"was killed by {name}"
+    if code == THREAD_DIED_EXIT:
+        return f"exited with code {code} (one of its background threads died)"
     return f"exited with code {code}"
 
 

@@ -19,6 +19,7 @@ commands `e2e_enqueue` / `e2e_jobs`). The store comes from environment variables
                                writes to the file ANOLE_E2E_REPORTS names
     ANOLE_E2E_LIMITS       JSON of limit options added to the "default" queue (default none)
     ANOLE_E2E_MAX_RESULT_BYTES  MAX_RESULT_BYTES (default: the app's, 1 MiB)
+    ANOLE_E2E_THREAD_DEATH      a background thread to kill (tests/e2e/faults.py)
 
 Short leases and drains keep the tests fast; the rules they check are stated relative to them.
 """
@@ -34,6 +35,8 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 DEBUG = False
 INSTALLED_APPS = ["anole_jobs", "tests.sampleapp"]
+if os.environ.get("ANOLE_E2E_THREAD_DEATH"):
+    INSTALLED_APPS.append("tests.e2e.faults.FaultsConfig")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGGING_CONFIG = None
 

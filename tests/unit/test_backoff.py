@@ -41,3 +41,26 @@ def test_real_randomness_stays_in_bounds():
     delays = {default_backoff(3) for _ in range(200)}
     assert all(timedelta(seconds=30) <= d <= timedelta(seconds=60) for d in delays)
     assert len(delays) > 1  # jittered, not constant
+
+
+@pytest.mark.parametrize("returned", [timedelta.max, timedelta(days=10**8)])
+def test_a_kinds_backoff_past_what_a_date_holds_falls_back_to_the_default(
+    settings, caplog, returned
+) -> None:
+    from types import SimpleNamespace
+
+    from anole_jobs import jobs
+    from anole_jobs.testing import FakeClock
+    from anole_jobs.worker.executor import Executor
+
+    settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "CLOCK": FakeClock()}
+    try:
+        executor = Executor(jobs.service, manual=True)
+        handler = SimpleNamespace(kind=SimpleNamespace(name="k", backoff=lambda attempt: returned))
+        delay = executor.backoff(handler, 1)  # type: ignore[arg-type]
+        # `now + delay` must stay a date, or the retry's write fails every time the job runs.
+        assert delay <= ceiling(1)
+        jobs.service.clock() + delay
+        assert "not a timedelta of at most 1,000 years" in caplog.text
+    finally:
+        jobs.reset()

@@ -50,6 +50,15 @@ def test_durations_accept_seconds_or_timedelta():
     assert settings.prune["completed"] == timedelta(hours=24)
 
 
+@pytest.mark.parametrize("seconds", [1e20, -1e20, 10**30])
+def test_a_duration_too_long_for_a_timedelta_is_a_clear_error(seconds):
+    from anole_jobs.durations import to_timedelta
+
+    # timedelta itself raises OverflowError, which said nothing of the setting.
+    with pytest.raises(ValueError, match=r"^retry_in is too long: at most 999,999,999 days"):
+        to_timedelta(seconds, name="retry_in", allow_negative=True)
+
+
 def test_unknown_key_suggests_the_closest():
     problems = conf.problems({"QUEUE": {}})
     assert [p.id for p in problems] == ["anole_jobs.E001"]

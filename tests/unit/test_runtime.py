@@ -529,6 +529,28 @@ def test_the_drain_takes_back_unstarted_jobs_and_their_slots_find_none(
     assert list(pool.runs) == [] and run_slot(pool) == []  # three tokens, no job behind them
 
 
+def test_a_slot_outlives_an_error_between_two_jobs(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An error around a run (here: counting its slot free) used to end the slot's thread, and
+    # the pool ran one job fewer at a time from then on, silently.
+    pool, _clock = idle_pool(monkeypatch, concurrency=1)
+    ids = [jobs.enqueue(Work()).id for _ in range(3)]
+    pool.hand_out(claim(3))
+    settled = pool._settled
+    failures = [RuntimeError("the wake-up hub broke")]
+
+    def settle_once_badly() -> None:
+        settled()
+        if failures:
+            raise failures.pop()
+
+    monkeypatch.setattr(pool, "_settled", settle_once_badly)
+    assert run_slot(pool) == ids  # the slot went on to the next jobs
+    lines = [i.getMessage() for i in rt.log.items if isinstance(i, logging.LogRecord)]
+    assert "queue default: slot 0 failed between two jobs" in lines
+
+
 def announcing_pool(monkeypatch: pytest.MonkeyPatch, *, concurrency: int, ahead: int) -> Any:
     """A pool of a queue of short jobs holding its slots and reserve full of priority-0 jobs
     (claimed, none started), with the backlog's wake-ups already read."""
