@@ -1,15 +1,16 @@
 """What it costs a plain job's finish that the SQL store finds workflow steps itself: the
-store's `finish` (its statement leaves the steps' results out, one primary-key read per row)
-beside the statement it replaced (the finish function given the whole batch, as when the
-caller said which results were steps), interleaved in one process.
+store's `finish` of runs it claimed ("mine": it knows they are plain jobs) and of runs another
+instance claimed ("elsewhere": its statement leaves the steps' results out, one primary-key
+read per row), beside the bare statement it replaced ("old": the finish function given the
+whole batch, as when the caller said which results were steps), interleaved in one process.
 
     .venv/bin/python bench/finish_cost.py [--store postgres,sqlite] [--rounds 8] [--jobs 5000]
                                           [--batch 10] [--no-sync]
 
-Each round, for each way (new, old; their order alternates), inserts `--jobs` plain jobs,
-claims them `--batch` at a time and finishes each claim's batch, timing the finishes alone;
-then deletes the jobs. It prints the median µs per finished job of each way and the ratio
-new ÷ old per round (min–max, median). PostgreSQL needs a server at 127.0.0.1:5432 (user
+Each round, for each way (their order turns), inserts `--jobs` plain jobs, claims them
+`--batch` at a time and finishes each claim's batch, timing the finishes alone; then deletes
+the jobs. It prints the median µs per finished job of each way and its ratio to "old" per
+round (min–max, median). PostgreSQL needs a server at 127.0.0.1:5432 (user
 postgres); the script creates and drops its own database. `--no-sync` takes the commits' disk
 waits out (PostgreSQL `synchronous_commit=off`, SQLite `synchronous=OFF`): the harshest view
 of what the statement adds.
@@ -133,26 +134,29 @@ def measure(name: str, rounds: int, n: int, batch: int) -> None:
     alias = ALIASES[name]
     call_command("migrate", database=alias, verbosity=0)
     store = open_database_store(alias, parse({"STORE": {"database": alias}, "RUN": "manual"}))
-    ways = {"new": store.finish, "old": old_finish(store)}
+    elsewhere = open_database_store(alias, parse({"STORE": {"database": alias}, "RUN": "manual"}))
+    ways = {"mine": store.finish, "elsewhere": elsewhere.finish, "old": old_finish(store)}
     for way in ways.values():
         one_round(store, alias, way, min(n, 1000), batch)  # warm up
-    results: dict[str, list[float]] = {"new": [], "old": []}
+    results: dict[str, list[float]] = {way: [] for way in ways}
+    order = list(ways)
     for index in range(rounds):
-        for way in ("new", "old") if index % 2 == 0 else ("old", "new"):
+        for way in order[index % 3 :] + order[: index % 3]:
             results[way].append(one_round(store, alias, ways[way], n, batch))
-    ratios = [a / b for a, b in zip(results["new"], results["old"], strict=True)]
     sync = ", commits not waiting for the disk" if NO_SYNC else ""
     print(
         f"\n{name}: {rounds} rounds of {n:,} plain jobs finished {batch} at a time, "
-        f"new and old interleaved{sync}"
+        f"the ways interleaved{sync}"
     )
-    print(f"{'µs per job':<16}{'new (median)':>13}{'old (median)':>14}   new ÷ old (per round)")
-    print(
-        f"{'finish':<16}{statistics.median(results['new']):>13.1f}"
-        f"{statistics.median(results['old']):>14.1f}"
-        f"   {min(ratios):.2f}–{max(ratios):.2f}x (median {statistics.median(ratios):.2f}x)"
-    )
+    print(f"{'µs per job':<16}{'median':>10}   ÷ old (per round)")
+    for way in ways:
+        ratios = [a / b for a, b in zip(results[way], results["old"], strict=True)]
+        print(
+            f"{way:<16}{statistics.median(results[way]):>10.1f}"
+            f"   {min(ratios):.2f}–{max(ratios):.2f}x (median {statistics.median(ratios):.2f}x)"
+        )
     store.close()
+    elsewhere.close()
 
 
 def main() -> int:

@@ -748,3 +748,54 @@ def test_the_database_store_answers_like_the_memory_store(store: SQLStore) -> No
     assert scenario(store) == expected
     # The rescue's error entry, word for word, and the kept `any` key are part of it:
     assert any("LeaseExpired" in repr(step) for step in expected)
+
+
+# -- finishes: the store tells plain jobs from workflow steps itself ---------------------------
+
+
+def test_a_batch_of_plain_runs_is_one_statement_whoever_claimed_them(store: SQLStore) -> None:
+    """No transaction and no second statement for plain jobs: neither when this store claimed
+    them (it knows they are plain) nor when another instance did (its statement leaves steps
+    out)."""
+    other = build(store.alias)
+    try:
+        store.insert([job(i) for i in range(10)])
+        mine, theirs = claim(store, limit=5), claim(other, limit=5)
+        connection = connections[store.alias]
+        for runs in (mine, theirs):
+            with CaptureQueriesContext(connection) as queries:
+                written = store.finish([Finish(run=c.run, state="completed", at=NOW) for c in runs])
+            assert written == [True] * 5
+            assert len(queries) == 1, [q["sql"][:60] for q in queries]
+        assert store.counts() == {"default": {"completed": 10}}
+    finally:
+        other.close()
+
+
+def test_a_step_claimed_by_another_instance_still_settles_its_dependents(
+    store: SQLStore,
+) -> None:
+    from anole_jobs.stores.base import NewStep, NewWorkflow
+
+    other = build(store.alias)
+    try:
+        workflow = NewWorkflow(id=f"wf-{uuid.uuid4().hex[:8]}", name="w", created_at=NOW)
+        first, then = store.insert_workflow(
+            workflow,
+            [NewStep(job=job(1), name="first"), NewStep(job=job(2), name="then", after=(0,))],
+            last=True,
+            now=NOW,
+        )
+        (plain,) = (r.id for r in store.insert([job(3)]))
+        claimed = {c.record.id: c for c in claim(other, limit=5)}
+        assert set(claimed) == {first, plain}
+        results = [
+            Finish(run=claimed[plain].run, state="completed", at=NOW),
+            Finish(run=claimed[first].run, state="completed", at=NOW, result="1"),
+        ]
+        assert store.finish(results) == [True, True]
+        state = {i: store.get(i).state for i in (first, then, plain)}  # type: ignore[union-attr]
+        assert state == {first: "completed", then: "available", plain: "completed"}
+        assert store.dependency_results(then) == {"first": 1}
+    finally:
+        other.close()

@@ -40,7 +40,6 @@ from anole_jobs.tasks.compat import (
 )
 from anole_jobs.testing import FakeClock, all_enqueued, assert_enqueued, drain
 from anole_jobs.testing.mode import using_clock
-from tests.conftest import STORE_PARAMS
 from tests.sampleapp import tasks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -372,10 +371,8 @@ def test_only_tasks_run_from_a_stored_path(backend, anole_jobs, path):
     assert "antigravity" not in sys.modules
 
 
-@pytest.mark.parametrize(
-    "env", [param for param in STORE_PARAMS if param.id in ("sqlite", "postgres")], indirect=True
-)
-def test_enqueue_joins_the_transaction_on_sql_stores(env, backend, anole_jobs):
+def test_enqueue_joins_the_transaction_on_stores_with_transactions(env, backend, anole_jobs):
+    env.require("supports_transactions")
     with pytest.raises(RuntimeError), transaction.atomic(using=env.alias):
         rolled_back = tasks.add.enqueue(1, 2)
         raise RuntimeError("rolled back")

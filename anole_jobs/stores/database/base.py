@@ -113,6 +113,10 @@ COLUMNS = (
 #: entry in it), and still matches a full unique constraint (SQLite keeps one, see migration
 #: 0011).
 ON_KEY_CONFLICT = "ON CONFLICT (unique_lock) WHERE unique_lock IS NOT NULL DO NOTHING"
+#: How many claimed runs of plain jobs a store remembers (see `SQLStore.remember_plain`): a
+#: worker holds far fewer; past it the store forgets them all, which only costs their finish
+#: a look for workflow steps.
+PLAIN_RUNS_MAX = 100_000
 #: The election `lead` takes part in (one row of the leader table).
 LEADER_NAME = "leader"
 #: How often `insert` retries rows whose key holder finished between its two statements.
@@ -160,6 +164,8 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         #: The channel of finished jobs (payload: their ids), for result waiters.
         self.done_channel = done_channel(self.prefix)
         self.notify = False
+        #: Runs this store claimed of jobs that are no workflow step (see `remember_plain`).
+        self._plain_runs: set[RunRef] = set()
 
     # -- vendor hooks ----------------------------------------------------------------------
     @abstractmethod
@@ -367,6 +373,16 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             rows = self.claim_rows(cursor, queue, kinds, limit, now, lease_until, worker)
         claimed = [self.claimed_job(row, now, lease_until) for row in rows]
         claimed.sort(key=lambda c: (-c.record.priority, c.record.scheduled_at, c.record.id))
+        return self.remember_plain(claimed)
+
+    def remember_plain(self, claimed: list[ClaimedJob]) -> list[ClaimedJob]:
+        """Note the runs of `claimed` whose job is no workflow step (a job's `workflow_id`
+        never changes), so that their finish need not look for steps; returns `claimed`.
+        Forgetting is always safe (the finish then looks), so the note is bounded."""
+        plain = self._plain_runs
+        if len(plain) > PLAIN_RUNS_MAX:
+            plain.clear()  # runs never finished here (rescued elsewhere, a crashed worker)
+        plain.update(c.run for c in claimed if c.record.workflow_id is None)
         return claimed
 
     def heartbeat(self, runs: Collection[RunRef], *, lease_until: datetime) -> set[RunRef]:
@@ -378,8 +394,15 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
 
     def finish(self, results: Sequence[Finish]) -> list[bool]:
         # Most jobs are no workflow step: their finishes are written as one statement each
-        # chunk, in autocommit. The statement leaves a step's result unwritten; only a batch
-        # that held one pays for a transaction, which settles the step's dependents with it.
+        # chunk, in autocommit. Runs this store claimed are known to be plain or not; for
+        # others the statement leaves a step's result unwritten. Only a batch that held a
+        # step pays for a transaction, which settles the step's dependents with it.
+        plain = self._plain_runs
+        known = all(result.run in plain for result in results)
+        for result in results:
+            plain.discard(result.run)  # a run is finished once (a second write fails its fence)
+        if known:
+            return self._finish_plain(results)
         written = [False] * len(results)
         unwritten: list[int] = []
         with self.writing(), self.cursor() as cursor:
@@ -393,6 +416,18 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             self._finish_steps(
                 results, [i for i in unwritten if results[i].run.id in steps], written
             )
+        if self.waits_for_finished():
+            self.finished_at_commit(ended_ids(results, written))
+        return written
+
+    def _finish_plain(self, results: Sequence[Finish]) -> list[bool]:
+        """`finish` of runs this store claimed of jobs that are no workflow step."""
+        written = [False] * len(results)
+        with self.writing(), self.cursor() as cursor:
+            for chunk in _distinct_chunks(results, range(len(results))):
+                ids = self.finish_rows(cursor, [results[i] for i in chunk])
+                for i in chunk:
+                    written[i] = results[i].run.id in ids
         if self.waits_for_finished():
             self.finished_at_commit(ended_ids(results, written))
         return written

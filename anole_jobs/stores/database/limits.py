@@ -194,7 +194,7 @@ class SQLLimits:
     ) -> list[ClaimedJob]:
         claimed = [self.claimed_job(row, now, lease_until) for row in rows]
         claimed.sort(key=lambda c: (-c.record.priority, c.record.scheduled_at, c.record.id))
-        return claimed
+        return self.remember_plain(claimed)
 
     def _running(self, cursor: CursorWrapper, queue: str, limits: Limits) -> dict[str, int]:
         """Claimed and unfinished jobs of `queue` per partition."""
