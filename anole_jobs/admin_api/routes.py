@@ -96,10 +96,11 @@ QUEUE_NAME = Param(
     name="name",
     location="path",
     description=(
-        "A queue name (any characters, `/` included). A name that is neither in QUEUES nor "
-        'known to the store answers 404 with "did you mean", unless the body says create.'
+        "A queue name: up to 200 printable characters, `/` included (another answers 400). "
+        "A name that is neither in QUEUES nor known to the store answers 404 with "
+        '"did you mean", unless the body says create.'
     ),
-    schema={"type": "string", "minLength": 1},
+    schema={"type": "string", "minLength": 1, "maxLength": 200},
     required=True,
 )
 LIST_FILTERS = (

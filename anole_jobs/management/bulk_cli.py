@@ -43,6 +43,22 @@ def _checked(parse: Any, field: str) -> Any:
     return convert
 
 
+def name_option(option: str) -> Any:
+    """An argparse type for ``--queue`` or ``--kind``: the rule for names (`anole_jobs.bounds`);
+    what breaks it is a usage error naming `option`."""
+
+    def convert(text: str) -> str:
+        if text == "":
+            raise argparse.ArgumentTypeError(f"{option} must not be empty")
+        try:
+            return parse_name(option, text)
+        except OperationError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    convert.__name__ = option.lstrip("-")
+    return convert
+
+
 def add_search_options(command: argparse.ArgumentParser) -> None:
     """The search terms, for ``list`` and the bulk actions."""
     command.add_argument(
@@ -67,8 +83,8 @@ def add_bulk_options(command: argparse.ArgumentParser) -> None:
     """Filters (act on every matching job) and ``--yes`` for retry, cancel and delete."""
     filters = command.add_argument_group("or every job matching filters (at least one)")
     filters.add_argument("--state", choices=STATES)
-    filters.add_argument("--queue")
-    filters.add_argument("--kind")
+    filters.add_argument("--queue", type=name_option("--queue"))
+    filters.add_argument("--kind", type=name_option("--kind"))
     add_search_options(filters)  # type: ignore[arg-type]
     command.add_argument(
         "--yes", action="store_true", help="act on the matching jobs without asking first"

@@ -221,6 +221,7 @@ def _fill_redis(bench: Bench, n: int) -> None:
     per queue written as the scripts write them (one hash per queue and minute, indexed)."""
     import redis
 
+    from anole_jobs import NewQueue
     from anole_jobs.stores.base import Finish
     from anole_jobs.stores.stats import STATS_KEEP, minute_number
     from bench.common import REDIS_URL
@@ -233,7 +234,10 @@ def _fill_redis(bench: Bench, n: int) -> None:
         for start in range(0, share, 1000):
             count = min(1000, share - start)
             store.insert(
-                [service.build(Noop(n=i), now=service.clock(), queue=queue) for i in range(count)]
+                [
+                    service.build(Noop(n=i), now=service.clock(), queue=NewQueue(queue))
+                    for i in range(count)
+                ]
             )
         while True:
             now = service.clock()

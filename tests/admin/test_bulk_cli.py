@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.admin.nofivexx_support import run_jobs_command
 from tests.admin.support import configure_admin
 from tests.sampleapp.jobs import Work
 
@@ -105,13 +106,27 @@ def test_list_searches_and_says_what_it_searched(env):
     [
         (("retry",), "give job ids, or filters", 2),
         (("retry", "1", "--state", "dead"), "ids or filters, not both", 2),
-        (("retry", "--queue", ""), "--queue must not be empty", 2),
     ],
 )
 def test_unusable_requests_exit_with_a_clear_error(env, args, says, code):
     with pytest.raises(CommandError, match=says) as caught:
         cli(*args, "--yes")
     assert caught.value.returncode == code
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("retry", "--yes", "--queue", ""), "--queue must not be empty"),
+        (("cancel", "--yes", "--queue", "q" * 201), "--queue must be at most 200 characters"),
+        (("delete", "--yes", "--kind", "a\tb"), "--kind 'a\\tb' contains a control character"),
+        (("list", "--queue", "x" * 10_000), "--queue must be at most 200 characters"),
+    ],
+)
+def test_a_name_no_store_holds_is_a_usage_error(env, args, says):
+    ran = run_jobs_command(*args)
+    assert ran.code == 2 and ran.crashed is None, str(ran)
+    assert says in ran.err.splitlines()[-1], str(ran)
 
 
 @pytest.mark.parametrize(

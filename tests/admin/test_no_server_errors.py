@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
+import string
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -485,6 +487,85 @@ def test_a_nul_in_a_queue_name_is_refused_not_a_crash(env, staff):
         assert 400 <= response.status_code < 500, describe("POST", url, response)
 
 
+# -- names and numbers no store holds --------------------------------------------------------
+
+#: A name longer than any store holds in an index row; the second does not compress (PostgreSQL
+#: compresses a long repetitive value below its index row limit, not this one).
+LONG_NAME = "q" * 10_000
+RANDOM_NAME = "".join(random.Random(28).choices(string.ascii_letters + string.digits, k=10_000))
+JSON = "application/json"
+FORM = "application/x-www-form-urlencoded"
+#: Each value where it enters: (method, url, content type, body). PostgreSQL answered 500 or
+#: 503 to these (a NUL in text, an integer over 32 bits, an index row too big), SQLite 500
+#: (an integer over 64 bits).
+HOSTILE_VALUES = (
+    ("GET", f"{MOUNT}stats?queue=%00", None, ""),
+    ("GET", f"{DASHBOARD}stats/?queue=%00", None, ""),
+    ("GET", f"{MOUNT}stats?queue={RANDOM_NAME}", None, ""),
+    ("POST", f"{MOUNT}queues/default/limits", JSON, '{"global_concurrency": 2147483648}'),
+    ("POST", f"{MOUNT}queues/default/limits", JSON, '{"global_concurrency": 9223372036854775808}'),
+    ("POST", f"{MOUNT}queues/default/limits", JSON, '{"rate_limit": "2147483648/s"}'),
+    ("POST", f"{MOUNT}queues/default/limits", JSON, '{"rate_limit": "' + "9" * 5000 + '/m"}'),
+    ("POST", f"{MOUNT}queues/default/limits", JSON, '{"rate_limit": [3, 1e300]}'),
+    ("POST", f"{MOUNT}queues/{LONG_NAME}/pause", JSON, '{"create": true}'),
+    ("POST", f"{MOUNT}queues/{LONG_NAME}/resume", JSON, '{"create": true}'),
+    ("POST", f"{MOUNT}queues/{RANDOM_NAME}/pause", JSON, '{"create": true}'),
+    ("POST", f"{MOUNT}queues/{RANDOM_NAME}/limits", JSON, '{"create": true, "clear": true}'),
+    ("POST", f"{DASHBOARD}queues/{LONG_NAME}/pause", FORM, "create=on"),
+    ("POST", f"{DASHBOARD}queues/{RANDOM_NAME}/resume", FORM, "create=on"),
+    ("GET", f'{MOUNT}jobs?args={{"tag":99999999999999999999}}', None, ""),
+    ("GET", f'{MOUNT}jobs?args={{"tag":[-99999999999999999999]}}', None, ""),
+    ("GET", f'{DASHBOARD}jobs/?args={{"tag":99999999999999999999}}', None, ""),
+    ("GET", f"{MOUNT}jobs?queue={RANDOM_NAME}", None, ""),
+    ("GET", f"{MOUNT}jobs?kind={LONG_NAME}", None, ""),
+    ("GET", f"{DASHBOARD}jobs/?queue={RANDOM_NAME}", None, ""),
+    ("GET", f"{MOUNT}bulk?queue={RANDOM_NAME}", None, ""),
+    ("POST", f"{MOUNT}bulk/cancel", JSON, '{"queue": "' + LONG_NAME + '"}'),
+    ("GET", f"{ADMIN_JOBS}?queue__exact={RANDOM_NAME}", None, ""),
+)
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "content_type", "body"),
+    HOSTILE_VALUES,
+    ids=[f"{m} {u[:60]} {b[:30]}" for m, u, _, b in HOSTILE_VALUES],
+)
+def test_a_name_or_number_no_store_holds_is_a_400_not_a_server_error(
+    env, staff, method, url, content_type, body
+):
+    env.jobs.enqueue(Work())
+    before = {q.name: (q.paused, q.limits) for q in env.jobs.queues()}
+    if content_type is None:
+        response = staff.generic(method, url)
+    else:
+        response = staff.generic(method, url, body, content_type=content_type)
+    if url.startswith(ADMIN_JOBS) and not env.sql:
+        return  # no jobs table to show: the Django admin says so (403), checked elsewhere
+    assert problems_with(response, down=False) == [], describe(method, url[:200], response)
+    assert response.status_code == 400, describe(method, url[:200], response)
+    assert {q.name: (q.paused, q.limits) for q in env.jobs.queues()} == before  # nothing made
+
+
+@pytest.mark.parametrize(
+    "selected", ["abc", "\x00", "9" * 10_000, str(2**66), "0", "-1"], ids=lambda v: v[:12]
+)
+@pytest.mark.parametrize("action", ["retry_jobs", "cancel_jobs", "delete_jobs"])
+def test_a_tampered_selection_in_the_django_admin_does_nothing_and_says_so(
+    env, staff, action, selected
+):
+    if not env.sql:
+        pytest.skip("the Django admin shows the database store's table")
+    job = env.jobs.enqueue(Work()).id
+    response = staff.post(
+        ADMIN_JOBS, {"action": action, "_selected_action": [str(job), selected]}, follow=True
+    )
+    assert problems_with(response, down=False) == [], describe("POST", ADMIN_JOBS, response)
+    assert response.status_code == 200, describe("POST", ADMIN_JOBS, response)
+    assert "is not a job id" in body_text(response).replace("&#x27;", "'")
+    record = env.jobs.get(job)
+    assert record is not None and record.state == "available"  # nothing done, not even to it
+
+
 # -- bodies ----------------------------------------------------------------------------------
 
 BODIES = (
@@ -532,11 +613,14 @@ IDS = st.one_of(
     st.text(min_size=1, max_size=12),
 )
 NAME_TEXT = st.one_of(
-    st.sampled_from([*NAMES.values(), "%00", "%2F", "default", "nightly"]),
+    st.sampled_from([*NAMES.values(), "%00", "%2F", "default", "nightly", "q" * 201, RANDOM_NAME]),
     st.text(min_size=1, max_size=16),
 )
 FILTER_VALUES = st.one_of(
-    st.sampled_from(["²", "99999999999999999999", "-1", "0", "", "%00", "dead", "default"]),
+    st.sampled_from(
+        ["²", "99999999999999999999", "-1", "0", "", "%00", "dead", "default", "q" * 201]
+        + ['{"n": 99999999999999999999}', '{"n": [-9223372036854775809]}', '{"n": 1e400}']
+    ),
     st.text(max_size=12),
     st.integers().map(str),
 )
@@ -550,6 +634,9 @@ TEMPLATES = (
     ("POST", MOUNT + "cron/{name}/trigger"),
     ("GET", MOUNT + "jobs"),
     ("GET", MOUNT + "queues"),
+    ("POST", MOUNT + "queues/{name}/limits"),
+    ("GET", MOUNT + "stats"),
+    ("GET", DASHBOARD + "stats/"),
     ("GET", DASHBOARD),
     ("GET", DASHBOARD + "jobs/"),
     ("GET", DASHBOARD + "jobs/{id}/"),
@@ -577,7 +664,9 @@ def requests(draw: Any) -> tuple[str, str, str, bytes]:
     pairs = draw(
         st.lists(
             st.tuples(
-                st.sampled_from(["state", "queue", "kind", "limit", "after", "q", "p", "o", "x"]),
+                st.sampled_from(
+                    ["state", "queue", "kind", "limit", "after", "args", "q", "p", "o", "x"]
+                ),
                 FILTER_VALUES,
             ),
             max_size=3,
@@ -589,6 +678,14 @@ def requests(draw: Any) -> tuple[str, str, str, bytes]:
             st.just(b""),
             st.binary(max_size=64),
             st.sampled_from([body for _, body in BODIES[:5]]),
+            st.sampled_from(
+                [
+                    b'{"global_concurrency": 2147483648}',
+                    b'{"rate_limit": "99999999999/s", "create": true}',
+                    b'{"create": true}',
+                    b"action=retry_jobs&_selected_action=73786976294838206464",
+                ]
+            ),
         )
     )
     return method, path + (f"?{query}" if query else ""), draw(st.sampled_from(BODIES))[0], body
@@ -644,6 +741,14 @@ CLI_CASES = (
     ("pause", SLASHED_QUEUE),
     ("resume", "with space"),
     ("pause", "x" * 5000),
+    ("pause", "--create", RANDOM_NAME),
+    ("limits", "default", "--concurrency", "2147483648"),
+    ("limits", "default", "--concurrency", str(2**64)),
+    ("limits", "default", "--rate", "99999999999/s"),
+    ("limits", "mial", "--concurrency", "2"),
+    ("stats", "--queue", "\x00"),
+    ("list", "--queue", LONG_NAME),
+    ("list", "--args", '{"tag": 99999999999999999999}'),
     ("cron-trigger", ""),
     ("cron-trigger", "\x00"),
     ("cron-trigger", "nope/nope"),

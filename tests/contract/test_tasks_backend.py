@@ -126,6 +126,18 @@ def test_queue_priority_and_run_after_map_onto_the_job(backend, anole_jobs, anol
     assert backend.get_result(result.id).return_value == "mailed"
 
 
+def test_a_queue_the_tasks_backend_lists_is_used_though_anole_jobs_does_not_declare_it(
+    backend, anole_jobs, settings
+):
+    """Django checks ``queue_name`` against the backend's own ``QUEUES``: such a queue is
+    used on purpose, not refused as a typo by anole_jobs' rule for undeclared queues."""
+    settings.TASKS = {
+        "default": {"BACKEND": "anole_jobs.tasks.AnoleBackend", "QUEUES": ["default", "reports"]}
+    }
+    result = tasks.on_mail_queue.using(queue_name="reports").enqueue()
+    assert anole_jobs.get(int(result.id)).queue == "reports"
+
+
 def test_retries_then_success_with_the_attempt_in_the_context(backend, anole_jobs, signals):
     result = tasks.flaky_sum.enqueue([1, 2, 3], fail_times=1)
 

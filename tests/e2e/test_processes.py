@@ -224,6 +224,8 @@ def test_the_metrics_port_serves_the_sum_of_the_workers(sqlite_backend: Backend)
         (("--max-jobs-per-process", "-1"), "--max-jobs-per-process must be at least 1, not -1"),
         (("--max-memory-per-process", "1.5"), "--max-memory-per-process must be a whole number"),
         (("--max-memory-per-process", "1"), "is below the memory a worker holds"),
+        (("--queue", "q" * 201), "--queue must be at most 200 characters"),
+        (("--queue", "a\tb"), "contains a control character"),
     ],
 )
 def test_bad_option_values_exit_2_with_a_clear_message(

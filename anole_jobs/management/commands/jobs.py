@@ -142,8 +142,8 @@ class Command(BaseCommand):
 
         listing = sub("list", "jobs, newest first")
         listing.add_argument("--state", choices=STATES)
-        listing.add_argument("--queue")
-        listing.add_argument("--kind")
+        listing.add_argument("--queue", type=bulk_cli.name_option("--queue"))
+        listing.add_argument("--kind", type=bulk_cli.name_option("--kind"))
         listing.add_argument("--workflow", help="only the steps of this workflow (its id)")
         listing.add_argument(
             "--limit", type=argument(parse_limit), default=100, help="default 100, max 1000"

@@ -25,6 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from anole_jobs import metrics, tracing
 from anole_jobs.api import jobs
+from anole_jobs.bounds import name_problem
 from anole_jobs.errors import ConfigurationError, StoreUnavailable
 from anole_jobs.worker import recycle
 from anole_jobs.worker.logline import LineFormatter
@@ -58,6 +59,14 @@ def _at_least_one(what: str) -> Any:
     return parse
 
 
+def queue_name(text: str) -> str:
+    """``--queue``: a name by the rule every store holds (`anole_jobs.bounds`)."""
+    problem = name_problem(text, what="--queue")
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 class Command(BaseCommand):
     help = "Run anole_jobs workers until SIGTERM or SIGINT, then drain."
 
@@ -66,6 +75,7 @@ class Command(BaseCommand):
             "--queue",
             action="append",
             dest="queues",
+            type=queue_name,
             metavar="QUEUE",
             help="run only this queue (repeatable); default: every queue in ANOLE_JOBS['QUEUES']",
         )
