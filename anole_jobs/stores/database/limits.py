@@ -57,6 +57,7 @@ class SQLLimits:
         def claimed_job(
             self, row: Sequence[Any], now: datetime, lease_until: datetime
         ) -> ClaimedJob: ...
+        def remember_plain(self, claimed: list[ClaimedJob]) -> list[ClaimedJob]: ...
         def claim_rows(
             self,
             cursor: CursorWrapper,
