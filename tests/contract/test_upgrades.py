@@ -101,3 +101,31 @@ def test_runjobs_start_up_warns_of_a_trigger_that_differs(settings, caplog) -> N
             cursor.execute(create)
         jobs.reset()
         conf.reset()
+
+
+@pytest.mark.django_db(databases=["default"], transaction=True)
+def test_runjobs_starts_when_its_schema_checks_cannot_read(settings, caplog, monkeypatch) -> None:
+    """A role that may not read what the start-up checks look at still starts, saying so."""
+    from django.db import ProgrammingError
+
+    from anole_jobs.api import jobs
+    from anole_jobs.stores.database import schema_check
+    from anole_jobs.worker.runner import wait_for_store
+
+    def refused(settings: object) -> list[str]:
+        raise ProgrammingError("permission denied for table django_migrations")
+
+    monkeypatch.setattr(schema_check, "pending_migrations", refused)
+    monkeypatch.setattr(schema_check, "schema_drift", refused)
+    settings.ANOLE_JOBS = {"STORE": {"database": "default"}, "RUN": "manual"}
+    jobs.reset()
+    try:
+        with caplog.at_level("INFO", logger="anole_jobs.worker"):
+            wait_for_store(jobs.service, 10.0)  # returns: the store answered
+        lines = [r.getMessage() for r in caplog.records if "could not check" in r.message]
+        assert ["which migrations it has" in line for line in lines] == [True, False]
+        assert "its server functions and triggers" in lines[1]
+        assert all("starting all the same" in line for line in lines)
+    finally:
+        jobs.reset()
+        conf.reset()

@@ -62,7 +62,8 @@ def test_every_system_check_id_is_documented_and_no_other():
 
 
 def test_table_prefix_names_every_table_the_database_store_creates():
-    from anole_jobs.stores.database.ddl import DEFAULT_PREFIX, sql
+    from anole_jobs.stores.database.ddl import DEFAULT_PREFIX
+    from anole_jobs.stores.database.frozen import sql
 
     keys = section(REPO / "docs" / "configuration.md", "## Keys")
     (row,) = [line for line in keys.splitlines() if line.startswith("| `TABLE_PREFIX` |")]
