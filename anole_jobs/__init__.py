@@ -1,8 +1,8 @@
 """anole_jobs: a durable, at-least-once job queue for Django.
 
-Public names: ``jobs, kind, Job, Unique, Enqueued, InvalidJob, Canceled, JobFailed,
-JobNotFinished, JobNotFound, JobRecord, NewQueue, ResultTooLarge, Workflow, WorkflowEnqueued,
-WorkflowRecord``.
+Public names: ``jobs, kind, upcaster, Job, Unique, Debounce, Waiting, Enqueued, InvalidJob,
+Canceled, JobFailed, JobNotFinished, JobNotFound, JobRecord, NewQueue, ResultTooLarge,
+SignalTimeout, Workflow, WorkflowEnqueued, WorkflowRecord``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Canceled",
+    "Debounce",
     "Enqueued",
     "InvalidJob",
     "Job",
@@ -20,13 +21,16 @@ __all__ = [
     "JobRecord",
     "NewQueue",
     "ResultTooLarge",
+    "SignalTimeout",
     "Unique",
+    "Waiting",
     "Workflow",
     "WorkflowEnqueued",
     "WorkflowRecord",
     "jobs",
     "kind",
     "sql",
+    "upcaster",
 ]
 __version__ = "0.1.0"
 
@@ -41,19 +45,23 @@ if TYPE_CHECKING:
         JobNotFinished,
         JobNotFound,
         ResultTooLarge,
+        SignalTimeout,
     )
     from anole_jobs.job import Job
-    from anole_jobs.kinds import kind
-    from anole_jobs.records import Enqueued
+    from anole_jobs.kinds import kind, upcaster
+    from anole_jobs.records import Enqueued, Waiting
     from anole_jobs.stores.database.frozen import sql
-    from anole_jobs.unique import Unique
+    from anole_jobs.unique import Debounce, Unique
     from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
 
 _LAZY = {
     "jobs": "anole_jobs.api",
     "kind": "anole_jobs.kinds",
+    "upcaster": "anole_jobs.kinds",
     "Job": "anole_jobs.job",
     "Unique": "anole_jobs.unique",
+    "Debounce": "anole_jobs.unique",
+    "Waiting": "anole_jobs.records",
     "Enqueued": "anole_jobs.records",
     "InvalidJob": "anole_jobs.errors",
     "Canceled": "anole_jobs.errors",
@@ -63,6 +71,7 @@ _LAZY = {
     "JobRecord": "anole_jobs.core",
     "NewQueue": "anole_jobs.bounds",
     "ResultTooLarge": "anole_jobs.errors",
+    "SignalTimeout": "anole_jobs.errors",
     "sql": "anole_jobs.stores.database.frozen",
     "Workflow": "anole_jobs.workflows",
     "WorkflowEnqueued": "anole_jobs.workflows",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 
-from anole_jobs import conf
+from anole_jobs import conf, encryption, offload
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -82,9 +82,10 @@ if apps.is_installed("django.contrib.admin"):
     CONFIRM_FIELD = "confirm_all_matching"
     #: The list's filters that hold a queue or kind name (checked by the rule for names).
     NAME_FILTERS = ("queue", "queue__exact", "kind", "kind__exact")
+    from anole_jobs.operations import audit
     from anole_jobs.operations.display import display_kind
     from anole_jobs.operations.ids import job_id_or_none
-    from anole_jobs.operations.permissions import permitted
+    from anole_jobs.operations.permissions import may, permitted, refusal
     from anole_jobs.operations.problems import (
         EXPECTED,
         NotFound,
@@ -203,7 +204,16 @@ if apps.is_installed("django.contrib.admin"):
             """May run the actions (through the facade)."""
             if store_alias() is None:
                 return False
-            return self._permitted(request) or super().has_change_permission(request)
+            allowed = self._permitted(request) and may(request, "change")
+            return allowed or super().has_change_permission(request)
+
+        def has_remove_permission(self, request: HttpRequest) -> bool:
+            """May delete jobs and act on every matching job: the delete permission, as on
+            the JSON routes and the dashboard."""
+            if store_alias() is None:
+                return False
+            allowed = self._permitted(request) and may(request, "delete")
+            return allowed or super().has_delete_permission(request)
 
         def has_add_permission(self, request: HttpRequest) -> bool:
             return False
@@ -271,7 +281,8 @@ if apps.is_installed("django.contrib.admin"):
                     messages.ERROR,
                 )
                 return None  # Django then redirects back to the list
-            return super().response_action(request, queryset, *args, **kwargs)
+            with audit.acting(audit.actor_of(request), "admin"):
+                return super().response_action(request, queryset, *args, **kwargs)
 
         def changeform_view(
             self,
@@ -316,7 +327,7 @@ if apps.is_installed("django.contrib.admin"):
 
         @admin.display(description="args")
         def args_json(self, job: JobRow) -> str:
-            return format_html("<pre>{}</pre>", _pretty(job.args))
+            return format_html("<pre>{}</pre>", _pretty(_as_stored_inline(job.args)))
 
         @admin.display(description="meta")
         def meta_json(self, job: JobRow) -> str:
@@ -328,7 +339,7 @@ if apps.is_installed("django.contrib.admin"):
                 return "none yet" if job.state not in ("dead", "cancelled") else "none"
             if job.result is None:
                 return "none (the handler returned None)"
-            return format_html("<pre>{}</pre>", _pretty(job.result))
+            return format_html("<pre>{}</pre>", _pretty(_as_stored_inline(job.result)))
 
         @admin.display(description="errors")
         def errors_display(self, job: JobRow) -> str:
@@ -380,6 +391,8 @@ if apps.is_installed("django.contrib.admin"):
         @admin.action(description="Retry the selected jobs now", permissions=["operate"])
         def retry_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
             if selected_across(request):
+                if not self.has_remove_permission(request):
+                    return self._no_bulk(request)
                 return self.act_on_all(request, queryset, "retry")
             return self._act(
                 request,
@@ -392,14 +405,20 @@ if apps.is_installed("django.contrib.admin"):
         @admin.action(description="Cancel the selected jobs", permissions=["operate"])
         def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
             if selected_across(request):
+                if not self.has_remove_permission(request):
+                    return self._no_bulk(request)
                 return self.act_on_all(request, queryset, "cancel")
             return self._act(request, queryset, job_actions.cancel, "Cancelled", "already finished")
 
-        @admin.action(description="Delete the selected jobs", permissions=["operate"])
+        @admin.action(description="Delete the selected jobs", permissions=["remove"])
         def delete_jobs(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
             if selected_across(request):
                 return self.act_on_all(request, queryset, "delete")
             return self._act(request, queryset, job_actions.delete, "Deleted", "already gone")
+
+        def _no_bulk(self, request: HttpRequest) -> HttpResponse | None:
+            self.message_user(request, refusal("delete") + ".", messages.ERROR)
+            return None  # Django then redirects back to the list
 
         # -- "all N matching": Django's select-across, acted on in batches ------------------
         def act_on_all(
@@ -439,6 +458,7 @@ if apps.is_installed("django.contrib.admin"):
             if batch:
                 done += jobs.act(action, batch, state=state)
                 matched += len(batch)
+            audit.record(f"bulk_{action}", f"{matched} jobs matching a filter", f"{done} done")
             verb = PAST_TENSE[action]
             self.message_user(
                 request,
@@ -450,3 +470,14 @@ if apps.is_installed("django.contrib.admin"):
     def selected_across(request: HttpRequest) -> bool:
         """Whether the action is for every job the list matches ("Select all N")."""
         return request.POST.get("select_across") == "1"
+
+
+def _as_stored_inline(value: Any) -> Any:
+    """A job's args or result as the admin shows them: an offloaded one read back
+    (docs/offload.md), an encrypted one as ``{"encrypted": true}`` (docs/encryption.md)."""
+    if offload.is_ref(value):
+        try:
+            value = offload.load(value)
+        except Exception:  # noqa: BLE001 - a missing file must not break the page
+            return {"offloaded": value[offload.REF].get("name"), "missing": True}
+    return encryption.shown(value)

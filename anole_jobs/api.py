@@ -25,7 +25,7 @@ from anole_jobs.errors import ConfigurationError
 from anole_jobs.job import Job
 from anole_jobs.kinds import registry, spec_of
 from anole_jobs.limits import KEEP
-from anole_jobs.records import Enqueued, QueueRecord, StepReport
+from anole_jobs.records import Enqueued, QueueRecord, StepReport, Waiting
 from anole_jobs.schedules import CronRecord
 from anole_jobs.service import (
     ENQUEUE_IN_NAMES,
@@ -35,6 +35,7 @@ from anole_jobs.service import (
     with_enqueue_options,
 )
 from anole_jobs.stores import open_store
+from anole_jobs.stores.audit import AuditEntry
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.workers import WorkerRecord
 from anole_jobs.workflows import Workflow, WorkflowEnqueued, WorkflowRecord
@@ -126,10 +127,29 @@ class JobsFacade:
     async def aenqueue(
         self, args: object, *, on_commit: bool = False, **options: Unpack[EnqueueOptions]
     ) -> Enqueued:
-        """`enqueue` for async code; runs in the thread that owns Django's connections."""
+        """`enqueue` for async code (Django async views, async handlers): the store call runs
+        in the thread Django's `sync_to_async` gives thread-sensitive code, so no
+        `SynchronousOnlyOperation`. In a view that thread holds the request's connections; it
+        runs in autocommit there (Django's async ORM has no `atomic()`), and `on_commit=True`
+        enqueues once the transaction open in that thread, if any, commits. See
+        docs/runtime.md."""
         checked = enqueue_options("aenqueue", options)
         enqueue = sync_to_async(self.enqueue, thread_sensitive=True)
         return await enqueue(args, on_commit=on_commit, **checked)
+
+    @with_enqueue_options
+    async def aenqueue_many(
+        self,
+        iterable: Iterable[object],
+        *,
+        on_commit: bool = False,
+        **options: Unpack[EnqueueOptions],
+    ) -> builtins.list[Enqueued]:
+        """`enqueue_many` for async code, in the same thread as `aenqueue`."""
+        checked = enqueue_options("aenqueue_many", options)
+        items = list(iterable)  # a generator is read here, not in the other thread
+        enqueue_many = sync_to_async(self.enqueue_many, thread_sensitive=True)
+        return await enqueue_many(items, on_commit=on_commit, **checked)
 
     @with_enqueue_options
     def enqueue_many(
@@ -161,8 +181,30 @@ class JobsFacade:
     def list(self, **filters: Any) -> builtins.list[JobRecord]:
         return self.service.list(**filters)
 
+    async def aget(self, job_id: int) -> JobRecord | None:
+        """`get` for async code, in the same thread as `aenqueue`."""
+        return await sync_to_async(self.get, thread_sensitive=True)(job_id)
+
+    async def alist(self, **filters: Any) -> builtins.list[JobRecord]:
+        """`list` for async code, in the same thread as `aenqueue`."""
+        return await sync_to_async(self.list, thread_sensitive=True)(**filters)
+
     def counts(self) -> dict[str, dict[str, int]]:
         return self.service.counts()
+
+    def check_deploy(self) -> builtins.list[Any]:
+        """What waits in the store that this code cannot run: one `deploys.DeployProblem`
+        per kind and version (no handler, no alias, no upcaster path, a newer version).
+        Empty when this code can run every job not finished (docs/deploys.md)."""
+        from anole_jobs import deploys
+
+        service = self.service
+        return deploys.deploy_problems(service.registry, service.store.live_versions())
+
+    def reencrypt(self) -> int:
+        """Seal the args and result of every job stored encrypted again with the newest of
+        `ENCRYPTION_KEYS`; how many jobs it rewrote (docs/encryption.md)."""
+        return self.service.reencrypt()
 
     def result(self, job_id: int, *, timeout: Duration | None = None) -> Any:
         """The result of a completed job: its handler's return value (None if it returned
@@ -178,6 +220,17 @@ class JobsFacade:
         return await sync_to_async(_result_in_thread, thread_sensitive=False)(
             self.service, job_id, timeout
         )
+
+    def why(self, job_id: int) -> Waiting | None:
+        """Why the job is not running: None when it runs or has finished, else a `Waiting`
+        with its `reason` (one of "scheduled", "retry_backoff", "queue_paused",
+        "concurrency_limit", "rate_limit", "sequence", "dependencies", "signal", "debounce",
+        "no_worker", "ready"), a `detail` for a person and `until`, when the wait ends if
+        known. Raises `JobNotFound` (a `LookupError`) for an unknown id. See
+        docs/debounce.md."""
+        from anole_jobs import why
+
+        return why.explain(self.service, job_id)
 
     def retry(self, job_id: int) -> JobRecord:
         """Make the job `available` now (one more attempt if it had none left); the job as it
@@ -198,6 +251,18 @@ class JobsFacade:
     def delete(self, job_id: int) -> bool:
         """Delete the job whatever its state; False when there was no such job."""
         return self.service.delete(job_id)
+
+    # -- signals (docs/durable.md) -------------------------------------------------------------
+    def signal(self, job_id: int, name: str, payload: Any = None) -> bool:
+        """Send signal `name` with `payload` (JSON) to a job not finished: True when stored;
+        False (nothing changes) when the job already has a signal of that name or has
+        finished. A job waiting for it in `job.wait_for_signal` becomes available in the same
+        write. Raises `JobNotFound` (a `LookupError`) for an unknown id."""
+        return self.service.signal(job_id, name, payload)
+
+    async def asignal(self, job_id: int, name: str, payload: Any = None) -> bool:
+        """`signal` for async code; runs in the thread that owns Django's connections."""
+        return await sync_to_async(self.signal, thread_sensitive=True)(job_id, name, payload)
 
     # -- workflows (docs/workflows.md) --------------------------------------------------------
     def enqueue_workflow(self, workflow: Workflow, *, on_commit: bool = False) -> WorkflowEnqueued:
@@ -288,6 +353,35 @@ class JobsFacade:
         supervisor): host, pid, version, queues with their busy and total slots, when it
         started and was last seen, and the jobs it holds. See docs/admin.md."""
         return self.service.workers()
+
+    def quiet_worker(self, worker_id: str, *, by: str = "code", surface: str = "api") -> bool:
+        """Ask the worker process `worker_id` (its `WorkerRecord.id`) to claim nothing more and
+        finish the jobs it runs; it does within about a second. False when no such worker is
+        alive. See docs/admin.md, "Worker controls"."""
+        return self.service.control_worker(worker_id, "quiet", by=by, surface=surface)
+
+    def stop_worker(self, worker_id: str, *, by: str = "code", surface: str = "api") -> bool:
+        """Ask the worker process `worker_id` to drain and exit, as a first SIGTERM does (a
+        runtime started in-process quiets instead). False when no such worker is alive."""
+        return self.service.control_worker(worker_id, "stop", by=by, surface=surface)
+
+    def control_worker(self, worker_id: str, action: str, *, by: str, surface: str) -> bool:
+        """`quiet_worker` or `stop_worker` by `action` ("quiet" or "stop")."""
+        return self.service.control_worker(worker_id, action, by=by, surface=surface)
+
+    def record_audit(
+        self, *, actor: str, action: str, target: str, surface: str, detail: str = ""
+    ) -> AuditEntry:
+        """Add an entry to the operators' audit log (the surfaces do, through operations)."""
+        return self.service.record_audit(
+            actor=actor, action=action, target=target, surface=surface, detail=detail
+        )
+
+    def audit(
+        self, *, action: str | None = None, limit: int = 100, before: int | None = None
+    ) -> builtins.list[AuditEntry]:
+        """The operators' audit log, newest first (docs/dashboard.md, "Audit")."""
+        return self.service.audit(action=action, limit=limit, before=before)
 
     # -- running -----------------------------------------------------------------------------
     def step(self) -> StepReport:

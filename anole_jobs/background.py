@@ -30,7 +30,8 @@ import os
 import random
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from anole_jobs.clock import monotonic
@@ -58,6 +59,36 @@ def backoff_delay(failures: int, *, base: float = BACKOFF_BASE, cap: float = BAC
     exponent = min(max(failures - 1, 0), BACKOFF_MAX_EXPONENT)
     ceiling = min(cap, base * 2.0**exponent)
     return ceiling * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not security
+
+
+# -- the runtime's threads share the store's sessions ----------------------------------------------
+class _Sharing(threading.local):
+    #: False until a thread's `sharing_store_sessions` sets it (a class default: reading it
+    #: raises and catches no AttributeError, on every store call of every other thread).
+    on = False
+
+
+_sharing = _Sharing()
+
+
+def shares_store_sessions() -> bool:
+    """Whether this thread's store calls borrow one of the store's shared sessions (a
+    runtime thread: dispatchers, the completer, the heartbeat, maintenance, the drain) rather
+    than the thread's own Django connection (a handler's thread, a request's)."""
+    return _sharing.on
+
+
+@contextmanager
+def sharing_store_sessions() -> Iterator[None]:
+    """Within this block, this thread's store calls borrow the store's shared sessions (a
+    database store keeps a small pool per process, see docs/deployment.md); each call holds
+    one only while it runs. Nested blocks are fine."""
+    before = shares_store_sessions()
+    _sharing.on = True
+    try:
+        yield
+    finally:
+        _sharing.on = before
 
 
 # -- a thread that died ----------------------------------------------------------------------------
@@ -270,16 +301,18 @@ class BackgroundThread:
         """The thread's life: rounds until stopped. Nothing that is an `Exception` ends it,
         wherever it is raised (a round, its error path, the wait, the stop check); anything
         else ends it, and `start_thread` reports that as a death unless it was stopping."""
-        try:
-            while self._keep_going():
-                self._pause(self.round())
-        except BaseException:
-            if self.stopping:
-                logger.debug("%s: ended by an error while stopping", self.name, exc_info=True)
-                return
-            raise
-        finally:
-            self._clean_up()
+        # Its store calls borrow the store's shared sessions, its clean-up's too.
+        with sharing_store_sessions():
+            try:
+                while self._keep_going():
+                    self._pause(self.round())
+            except BaseException:
+                if self.stopping:
+                    logger.debug("%s: ended by an error while stopping", self.name, exc_info=True)
+                    return
+                raise
+            finally:
+                self._clean_up()
 
     def round(self) -> float:
         """Run one round with the failure handling; the seconds to wait before the next."""

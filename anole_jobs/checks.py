@@ -22,11 +22,44 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     settings = conf.read_settings()
     messages.extend(_kind_queues(settings))
     messages.extend(_partitions(settings))
+    messages.extend(_fairness(settings))
     messages.extend(_admin_permission(settings))
     messages.extend(_error_reporter(settings))
     messages.extend(_store_extras(settings))
     messages.extend(_cron(settings))
     messages.extend(_metrics_dependency())
+    messages.extend(_encryption(settings))
+    return messages
+
+
+def _encryption(settings: conf.Settings) -> list[checks.CheckMessage]:
+    """E052: a kind declared with encrypt=True needs ENCRYPTION_KEYS and cryptography."""
+    from anole_jobs import encryption
+    from anole_jobs.kinds import registry
+
+    sealed = sorted(spec.name for spec in registry.kinds() if spec.encrypt)
+    if not sealed:
+        return []
+    named = ", ".join(repr(name) for name in sealed[:5])
+    messages: list[checks.CheckMessage] = []
+    if not settings.encryption_keys:
+        messages.append(
+            checks.Error(
+                f"kinds declared with encrypt=True ({named}) but ANOLE_JOBS['ENCRYPTION_KEYS'] "
+                "is empty",
+                hint="add a key made with cryptography's Fernet.generate_key() "
+                "(docs/encryption.md)",
+                id="anole_jobs.E052",
+            )
+        )
+    if not encryption.available():
+        messages.append(
+            checks.Error(
+                f"kinds declared with encrypt=True ({named}) but cryptography is not installed",
+                hint=encryption.INSTALL_HINT,
+                id="anole_jobs.E052",
+            )
+        )
     return messages
 
 
@@ -108,6 +141,45 @@ def _partitions(settings: conf.Settings) -> list[checks.CheckMessage]:
                     hint=f"name a field of the queue's kinds, or add {field!r} to them "
                     "(see docs/limits.md)",
                     id="anole_jobs.E018",
+                )
+            )
+    return messages
+
+
+def _fairness(settings: conf.Settings) -> list[checks.CheckMessage]:
+    """E030: a queue's `fairness` names an args field that no kind of the queue has: every job
+    would then have the one value of the missing field, and the queue would take no turns.
+    The kinds of a queue are found as for `_partitions`."""
+    import dataclasses
+
+    from anole_jobs.kinds import registry
+
+    kinds = registry.kinds()
+    messages: list[checks.CheckMessage] = []
+    for name, config in settings.queues.items():
+        fairness = config.limits.fairness
+        own = [spec for spec in kinds if spec.queue == name]
+        candidates = own or kinds
+        if fairness is None or not candidates:
+            continue
+        fields = [{f.name for f in dataclasses.fields(spec.args_type)} for spec in candidates]
+        for field in fairness.fields:
+            if any(field in names for names in fields):
+                continue
+            whose = (
+                f"none of the kinds of queue {name!r} "
+                f"({', '.join(sorted(repr(spec.name) for spec in own))})"
+                if own
+                else "no kind"
+            )
+            messages.append(
+                checks.Error(
+                    f"QUEUES[{name!r}]['fairness'] names the args field {field!r}, which "
+                    f"{whose} has: all its jobs would have one value, and the queue would "
+                    "take no turns",
+                    hint=f"name a field of the queue's kinds, or add {field!r} to them "
+                    "(see docs/flow-control.md)",
+                    id="anole_jobs.E030",
                 )
             )
     return messages

@@ -26,7 +26,15 @@ from anole_jobs.clock import Clock, checked, system_clock
 from anole_jobs.core import FINAL_STATES
 from anole_jobs.durations import to_timedelta
 from anole_jobs.errors import ConfigurationError
-from anole_jobs.limits import LIMIT_KEYS, Limits, parse_concurrency, parse_partition, parse_rate
+from anole_jobs.limits import (
+    LIMIT_KEYS,
+    Limits,
+    parse_concurrency,
+    parse_fairness,
+    parse_partition,
+    parse_rate,
+)
+from anole_jobs.offload import INLINE_PAYLOAD_MAX, OFFLOAD_PAYLOAD_MAX, Offload
 
 KNOWN_KEYS = (
     "STORE",
@@ -49,6 +57,13 @@ KNOWN_KEYS = (
     "MAX_PAYLOAD_BYTES",
     "ERROR_REPORTER",
     "MAX_RESULT_BYTES",
+    "POOL_SIZE",
+    "DIRECT_DATABASE",
+    "TRANSACTION_POOLER",
+    "JOB_LOG_LINES",
+    "ENCRYPTION_KEYS",
+    "OFFLOAD",
+    "STATS",
 )
 QUEUE_KEYS = ("concurrency", "drain_timeout", *LIMIT_KEYS)
 METRICS_REGISTRIES = ("default", "private")
@@ -65,6 +80,20 @@ SUPPORTED_VENDOR_ENGINES = {
     "django.contrib.gis.db.backends.postgis": "postgresql",
     "django.contrib.gis.db.backends.spatialite": "sqlite",
 }
+#: How long the run statistics keep their points (docs/configuration.md#stats): per minute for
+#: recent charts, per hour (rolled up by the leader) for the longer ranges.
+DEFAULT_STATS_MINUTES = timedelta(days=1)
+DEFAULT_STATS_HOURS = timedelta(days=30)
+STATS_KEYS = ("MINUTES", "HOURS")
+#: The longest minute points may be kept: the counters a job writes are the minute points,
+#: and on Redis they expire this long after their last write (the hot path sets that expiry,
+#: and a setting must not make every finish cost more).
+STATS_MINUTES_MAX = timedelta(hours=48)
+#: The shortest: the last hour's chart reads sixty minutes, and a minute goes only once its
+#: hour has ended and been rolled up; two hours keep both with room to spare.
+STATS_MINUTES_MIN = timedelta(hours=2)
+#: The most log records `JOB_LOG_LINES` may keep per job (each is stored with the job).
+MAX_JOB_LOG_LINES = 10_000
 DJANGO_REDIS_BACKENDS = ("django_redis.cache.RedisCache",)
 
 
@@ -84,6 +113,15 @@ class StoreConfig:
     kind: Literal["memory", "database", "redis"]
     alias: str | None = None
     vendor: str | None = None  # "sqlite" / "postgresql" for the database store
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatsKeep:
+    """How long the run statistics are kept: per-minute points for `minutes`, per-hour points
+    for `hours` (never shorter)."""
+
+    minutes: timedelta = DEFAULT_STATS_MINUTES
+    hours: timedelta = DEFAULT_STATS_HOURS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +154,26 @@ class Settings:
     error_reporter: str | Callable[..., object] | None = None
     #: The largest JSON text of a handler's return value (its result), in UTF-8 bytes.
     max_result_bytes: int = 1024 * 1024
+    #: How many sessions of the store's database a worker process's own threads share
+    #: (PostgreSQL; docs/deployment.md#connections); 0: each thread has its own.
+    pool_size: int = 2
+    #: A database alias or a libpq DSN for the sessions a transaction pooler cannot carry:
+    #: LISTEN and the leader's lock (PostgreSQL; None: the store's own alias).
+    direct_database: str | None = None
+    #: The store's alias reaches PostgreSQL through a pooler in transaction mode (PgBouncer):
+    #: no LISTEN or session lock on it (polling and a leader row instead, unless
+    #: `direct_database` gives a direct connection for them).
+    transaction_pooler: bool = False
+    #: How many of a job's log records (INFO and above, from its handler) are kept with it,
+    #: the newest; 0 keeps none (and captures none).
+    job_log_lines: int = 200
+    #: Fernet keys, newest first, for the kinds declared with ``encrypt=True``
+    #: (docs/encryption.md).
+    encryption_keys: tuple[str, ...] = ()
+    #: Large args and results kept in a Django storage (docs/offload.md); None: off.
+    offload: Offload | None = None
+    #: How long the run statistics keep per-minute and per-hour points.
+    stats: StatsKeep = field(default_factory=StatsKeep)
 
 
 @dataclass(frozen=True)
@@ -207,6 +265,32 @@ class _Parser:
                 f"got {reporter!r}",
             )
         max_result_bytes = self.positive_int(raw, "MAX_RESULT_BYTES", 1024 * 1024)
+        pool_size = raw.get("POOL_SIZE", 2)
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 0:
+            self.error(
+                "E007",
+                f"ANOLE_JOBS['POOL_SIZE'] must be an int of 0 or more, got {pool_size!r}",
+                "0 gives each of the runtime's threads a connection of its own",
+            )
+            pool_size = 2
+        transaction_pooler = self.boolean(raw, "TRANSACTION_POOLER", False)
+        direct = self.direct_database(raw.get("DIRECT_DATABASE"), store)
+        job_log_lines = self.bounded_int(raw, "JOB_LOG_LINES", 200, high=MAX_JOB_LOG_LINES)
+        encryption_keys = self.encryption_keys(raw.get("ENCRYPTION_KEYS", ()))
+        offload = self.offload(raw.get("OFFLOAD"))
+        stats = self.stats(raw.get("STATS"))
+        payload_max = INLINE_PAYLOAD_MAX if offload is None else OFFLOAD_PAYLOAD_MAX
+        if max_payload_bytes > payload_max:
+            self.error(
+                "E007",
+                f"ANOLE_JOBS['MAX_PAYLOAD_BYTES'] is {max_payload_bytes}, over "
+                f"{payload_max // (1024 * 1024)} MiB, the most it may be "
+                + (
+                    "without OFFLOAD (every claim reads the whole job)"
+                    if offload is None
+                    else "even with OFFLOAD"
+                ),
+            )
         if self.problems or store is None:
             return None
         return Settings(
@@ -231,7 +315,114 @@ class _Parser:
             max_payload_bytes=max_payload_bytes,
             error_reporter=reporter,
             max_result_bytes=max_result_bytes,
+            pool_size=pool_size,
+            direct_database=direct,
+            transaction_pooler=transaction_pooler,
+            job_log_lines=job_log_lines,
+            encryption_keys=encryption_keys,
+            offload=offload,
+            stats=stats,
         )
+
+    def direct_database(self, value: object, store: StoreConfig | None) -> str | None:
+        """DIRECT_DATABASE: a PostgreSQL alias of DATABASES, or a libpq DSN
+        ("postgresql://..." or "host=... dbname=..."), for a PostgreSQL database store."""
+        if value is None:
+            return None
+        name = "ANOLE_JOBS['DIRECT_DATABASE']"
+        if not isinstance(value, str) or not value.strip():
+            self.error("E007", f"{name} must be a database alias or a DSN, got {value!r}")
+            return None
+        if store is not None and store.vendor != "postgresql":
+            self.error(
+                "E007",
+                f"{name} is for a PostgreSQL database store; the store is {store.kind}"
+                + (f" ({store.vendor})" if store.vendor else ""),
+                "remove DIRECT_DATABASE",
+            )
+            return None
+        databases = getattr(django_settings, "DATABASES", {})
+        if value in databases:
+            engine = databases[value].get("ENGINE", "")
+            if SUPPORTED_VENDOR_ENGINES.get(engine) != "postgresql":
+                self.error(
+                    "E007", f"{name} names database {value!r}, which is not PostgreSQL ({engine!r})"
+                )
+                return None
+            return value
+        if "://" in value or "=" in value:
+            try:
+                from psycopg.conninfo import conninfo_to_dict
+
+                conninfo_to_dict(value)
+            except ImportError:
+                pass
+            except Exception as exc:  # noqa: BLE001 - psycopg's parse error says what is wrong
+                self.error("E007", f"{name} is not a valid DSN: {str(exc).strip()}")
+                return None
+            return value
+        self.error(
+            "E007",
+            f"{name} names {value!r}, which is neither an alias of DATABASES nor a DSN",
+            f"configured aliases: {', '.join(databases) or 'none'}; a DSN reads "
+            "'postgresql://user@host:5432/dbname' or 'host=... dbname=...'",
+        )
+        return None
+
+    def offload(self, value: Any) -> Offload | None:
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            self.error("E053", f"ANOLE_JOBS['OFFLOAD'] must be a dict or None, got {value!r}")
+            return None
+        unknown = set(value) - {"storage", "over"}
+        if unknown:
+            self.error(
+                "E053",
+                f"ANOLE_JOBS['OFFLOAD'] has unknown keys {sorted(unknown)}; it takes 'storage' "
+                "and 'over'",
+            )
+        storage = value.get("storage", "default")
+        over = value.get("over", 65536)
+        if not isinstance(storage, str) or not storage:
+            self.error(
+                "E053", f"ANOLE_JOBS['OFFLOAD']['storage'] must be a storage alias, got {storage!r}"
+            )
+            return None
+        if isinstance(over, bool) or not isinstance(over, int) or over < 1:
+            self.error(
+                "E053",
+                f"ANOLE_JOBS['OFFLOAD']['over'] must be a positive int (bytes), got {over!r}",
+            )
+            return None
+        configured = getattr(django_settings, "STORAGES", {}) or {}
+        if storage not in configured:
+            self.error(
+                "E053",
+                f"ANOLE_JOBS['OFFLOAD']['storage'] is {storage!r}, which is not in "
+                f"STORAGES ({', '.join(map(repr, configured)) or 'none'})",
+            )
+            return None
+        return Offload(storage=storage, over=over)
+
+    def encryption_keys(self, value: Any) -> tuple[str, ...]:
+        from anole_jobs.encryption import key_problem
+
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            self.error(
+                "E051",
+                "ANOLE_JOBS['ENCRYPTION_KEYS'] must be a list of Fernet keys, newest first, "
+                f"got {type(value).__name__}",
+            )
+            return ()
+        keys = []
+        for i, key in enumerate(value):
+            problem = key_problem(key)
+            if problem is not None:
+                self.error("E051", f"ANOLE_JOBS['ENCRYPTION_KEYS'][{i}] {problem}")
+                continue
+            keys.append(key.decode() if isinstance(key, bytes) else str(key))
+        return tuple(keys)
 
     def choice(
         self, raw: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str
@@ -257,6 +448,15 @@ class _Parser:
         value = raw.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             self.error("E007", f"ANOLE_JOBS[{key!r}] must be a positive int, got {value!r}")
+            return default
+        return value
+
+    def bounded_int(self, raw: Mapping[str, Any], key: str, default: int, *, high: int) -> int:
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+            self.error(
+                "E007", f"ANOLE_JOBS[{key!r}] must be an int from 0 to {high:,}, got {value!r}"
+            )
             return default
         return value
 
@@ -371,6 +571,7 @@ class _Parser:
             "global_concurrency": parse_concurrency,
             "rate_limit": parse_rate,
             "partition": parse_partition,
+            "fairness": parse_fairness,
         }
         for key, parse in parsers.items():
             if options.get(key) is None:
@@ -378,7 +579,8 @@ class _Parser:
             try:
                 found[key] = parse(options[key], name=f"QUEUES[{queue!r}][{key!r}]")
             except ValueError as exc:
-                self.error("E016", str(exc), "see docs/limits.md")
+                hint = "see docs/flow-control.md" if key == "fairness" else "see docs/limits.md"
+                self.error("E016", str(exc), hint)
         return Limits(**found)
 
     def clock(self, value: object) -> Clock:
@@ -414,6 +616,43 @@ class _Parser:
             prune[state] = self.duration(horizon, f"PRUNE[{state!r}]", DEFAULT_PRUNE[state])
         return prune
 
+    def stats(self, value: object) -> StatsKeep:
+        if value is None:
+            return StatsKeep()
+        if not isinstance(value, Mapping):
+            self.error(
+                "E007",
+                "ANOLE_JOBS['STATS'] must be a dict such as "
+                "{'MINUTES': timedelta(days=1), 'HOURS': timedelta(days=30)}",
+            )
+            return StatsKeep()
+        for key in value:
+            if key not in STATS_KEYS:
+                self.error(
+                    "E007",
+                    f"ANOLE_JOBS['STATS'] has an unknown key {key!r}",
+                    _did_you_mean(str(key), STATS_KEYS) or f"known keys: {', '.join(STATS_KEYS)}",
+                )
+        minutes = self.duration(value.get("MINUTES"), "STATS['MINUTES']", DEFAULT_STATS_MINUTES)
+        hours = self.duration(value.get("HOURS"), "STATS['HOURS']", DEFAULT_STATS_HOURS)
+        if not STATS_MINUTES_MIN <= minutes <= STATS_MINUTES_MAX:
+            self.error(
+                "E007",
+                f"ANOLE_JOBS['STATS']['MINUTES'] must be between {_hours(STATS_MINUTES_MIN)} and "
+                f"{_hours(STATS_MINUTES_MAX)}, got {_hours(minutes)}",
+                "per-minute points are for the recent past; HOURS keeps the longer history",
+            )
+            minutes = min(max(minutes, STATS_MINUTES_MIN), STATS_MINUTES_MAX)
+        if hours < minutes:
+            self.error(
+                "E007",
+                f"ANOLE_JOBS['STATS']['HOURS'] ({_hours(hours)}) must be at least "
+                f"MINUTES ({_hours(minutes)})",
+                "the hourly points are rolled up from the minutes before these are pruned",
+            )
+            hours = minutes
+        return StatsKeep(minutes=minutes, hours=hours)
+
     def tracing(self, value: object) -> tuple[bool, bool]:
         if value is False or value is None:
             return False, True
@@ -427,6 +666,14 @@ class _Parser:
             self.error("E007", "ANOLE_JOBS['TRACING']['sample_all'] must be True or False")
             return True, True
         return True, sample_all
+
+
+def _hours(value: timedelta) -> str:
+    """A statistics horizon for people: "36 hours", "30 days"."""
+    hours = value.total_seconds() / 3600
+    if hours >= 48 and hours % 24 == 0:
+        return f"{hours / 24:g} days"
+    return f"{hours:g} hours"
 
 
 def problems(raw: object | None = None) -> list[SettingProblem]:

@@ -1,15 +1,18 @@
 """The job's vocabulary: its states and the value types every layer names a job with.
 
 Stores, the service, the worker and every surface import these names from here, so naming a
-job never means importing the store contract. Leaf module: it imports nothing of the package.
+job never means importing the store contract. Leaf module: it imports nothing of the package
+but `leaninit` (a leaf too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from anole_jobs.leaninit import lean_init
 
 State = Literal[
     "pending", "scheduled", "available", "running", "retrying", "completed", "dead", "cancelled"
@@ -45,6 +48,7 @@ LIST_LIMIT_MAX = 1000
 MAX_JOB_ID = 2**63 - 1
 
 
+@lean_init
 @dataclass(frozen=True, kw_only=True)
 class JobRecord:
     """A job as stored; what `jobs.get` and `jobs.list` return."""
@@ -70,8 +74,24 @@ class JobRecord:
     #: The workflow this job is a step of, and its step name (None for a plain job).
     workflow_id: str | None = None
     step_name: str | None = None
+    #: Durable steps recorded by ``job.step`` and ``job.sleep_for`` / ``sleep_until``:
+    #: ``{name: {"result": value, "at": datetime}}`` in the order recorded.
+    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The handler's last ``job.progress`` call: ``{"done", "total", "message", "at"}``.
+    progress: Mapping[str, Any] | None = None
+    #: The handler's log records (INFO and above), the last ``JOB_LOG_LINES`` of them:
+    #: ``{"attempt", "at", "level", "logger", "message"}`` each.
+    logs: list[Mapping[str, Any]] = field(default_factory=list)
+    #: One entry per attempt: ``{"attempt", "worker", "started_at", "finished_at", "outcome"}``.
+    attempts: list[Mapping[str, Any]] = field(default_factory=list)
+    #: The version of its kind's args it was stored with (1 for jobs stored before versions).
+    version: int = 1
+    #: Its args and result are stored encrypted (docs/encryption.md): `jobs.get` opens them
+    #: in a process with the keys; operator surfaces show ``{"encrypted": true}``.
+    encrypted: bool = False
 
 
+@lean_init
 @dataclass(frozen=True, kw_only=True)
 class ErrorEntry:
     """One failed attempt, stored in the job's `errors` list."""
@@ -133,3 +153,22 @@ class WorkflowRow:
 def dependency_failed(step_name: str, state: str) -> str:
     """The message of the ``DependencyFailed`` error of a step cancelled by its dependency."""
     return f"its dependency {step_name!r} ended {state}"
+
+
+#: Joins a kind and a version above 1 in a claim's `kinds` ("billing.charge@2"). No kind name
+#: holds it, so a claim key never names two things.
+VERSION_MARK = "@"
+
+
+def claim_key(kind_name: str, version: int) -> str:
+    """How a claim's `kinds` admits stored jobs of `kind_name` at `version`: the bare name for
+    version 1 (every job stored before versions existed), ``name@version`` above it."""
+    return kind_name if version <= 1 else f"{kind_name}{VERSION_MARK}{version}"
+
+
+def split_claim_key(key: str) -> tuple[str, int]:
+    """`claim_key`'s inverse: ``(kind, version)``."""
+    name, mark, version = key.rpartition(VERSION_MARK)
+    if mark and version.isdigit():
+        return name, int(version)
+    return key, 1

@@ -10,7 +10,8 @@ raises (`SystemExit`, `KeyboardInterrupt`, ...) fails its attempt like an error.
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -73,6 +74,16 @@ def missing_schema(exc: BaseException) -> bool:
     )
 
 
+def missing_column(exc: BaseException) -> bool:
+    """Whether `exc` says a column of the store's tables is missing (a database migrated by
+    an older release: the store answered, and its pending migrations say what to do)."""
+    for error in (exc, exc.__cause__):
+        if getattr(error, "sqlstate", None) == "42703":
+            return True
+    text = str(exc)
+    return "no such column" in text or ("column" in text and "does not exist" in text)
+
+
 class JobFailed(AnoleJobsError):
     """`jobs.result` of a job that ended without completing: ``dead`` (out of attempts or
     discarded) or ``cancelled``. `record` is the job as it ended; its last error says why."""
@@ -114,8 +125,11 @@ class ResultTooLarge(AnoleJobsError):
     file, a model) and return their key."""
 
 
-class Canceled(BaseException):  # noqa: N818 - a public name, kept as released
+class Canceled(asyncio.CancelledError):  # noqa: N818 - a public name, kept as released
     """The run was cancelled (timeout, drain, lost lease); raised at the handler's next wait.
+
+    An `asyncio.CancelledError` (so a `BaseException`, not an `Exception`): an async handler's
+    pending `await` raises `CancelledError` when its run is cancelled, and this one is one too.
 
     Let it propagate: a handler that catches it and returns normally is recorded as completed.
     """
@@ -145,3 +159,18 @@ class RetryIn(ControlFlow):
     def __init__(self, delay: timedelta) -> None:
         super().__init__(f"retry in {delay}")
         self.delay = delay
+
+
+class SignalTimeout(TimeoutError):
+    """`job.wait_for_signal(name, timeout=...)` ran past its deadline without the signal: the
+    deadline was recorded by its first call, so reruns keep it (docs/durable.md). Stored on
+    the job as error type ``SignalTimeout`` when the handler lets it out."""
+
+
+class Parked(ControlFlow):
+    """Raised by `job.sleep_for`, `job.sleep_until` and `job.wait_for_signal` once the job
+    was written back ``scheduled`` (the attempt not counted): the handler's run ends here."""
+
+    def __init__(self, until: datetime) -> None:
+        super().__init__(f"parked until {until.isoformat()}")
+        self.until = until

@@ -29,6 +29,7 @@ LEADERSHIP = "leadership"  # leader (bool), instance (its name)
 CRON_ENQUEUED = "cron_enqueued"  # name, job_id
 QUEUED_GAUGE = "queued_gauge"  # counts {queue: {state: n}}
 HELD_GAUGE = "held_gauge"  # held {queue: n}: available jobs the queue's limits hold back
+LATENCY_GAUGE = "latency_gauge"  # latency {queue: seconds its oldest available job waited}
 STORE_CALL = "store_call"  # method, seconds, ok
 RUNS_FINISHED = "runs_finished"  # runs: tuple of `FinishedRun`, the runs one write recorded
 #   (the batch of RUN_FINISHED, emitted once per batch just before them; what metrics count)
@@ -45,6 +46,7 @@ NAMES: tuple[str, ...] = (
     CRON_ENQUEUED,
     QUEUED_GAUGE,
     HELD_GAUGE,
+    LATENCY_GAUGE,
     STORE_CALL,
     RUNS_FINISHED,
 )

@@ -7,7 +7,7 @@ completion are delegated to a `RunControl` the runner supplies, so this module s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -26,7 +26,47 @@ class RunControl(Protocol):
     def complete_in(self, using: str) -> None: ...
     def record_output(self, output: Any) -> None: ...
     def record_meta(self, key: str, value: Any) -> None: ...
+    def progress(self, done: object, total: object, message: object) -> None: ...
     def dependency_results(self) -> dict[str, Any]: ...
+    def step(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        atomic: bool,
+    ) -> Any: ...
+    async def astep(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        atomic: bool,
+    ) -> Any: ...
+    def sleep_until(self, name: str, when: datetime | None, delay: timedelta | None) -> None: ...
+    def wait_for_signal(self, name: str, timeout: timedelta) -> Any: ...
+
+
+#: The longest step or signal name.
+NAME_MAX = 200
+
+
+def check_name(name: object, what: str = "step") -> str:
+    """`name` when it is a usable step or signal name (a non-empty string of at most
+    `NAME_MAX` characters that every store keeps), else `ValueError`."""
+    if isinstance(name, str) and name and len(name) <= NAME_MAX and "\x00" not in name:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate
+            pass
+        else:
+            return name
+    raise ValueError(
+        f"a {what} name is a non-empty string of at most {NAME_MAX} characters, not {name!r:.80}"
+    )
 
 
 def _delay(value: Duration, what: str) -> timedelta:
@@ -150,6 +190,14 @@ class Job:
         self._control.record_meta(key, encoded)
         self.meta[key] = encoded
 
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Report how far the job is: `done` (a number) out of `total` (None: unknown), with
+        an optional `message`. Shown on the job's page and by ``GET /jobs/<id>`` while it runs
+        (`JobRecord.progress`): stored at most about once a second, and the last report of
+        an attempt always with its end. Raises `TypeError` for values that are not numbers
+        (`message`: not a string); a message is cut to 2,000 characters."""
+        self._control.progress(done, total, message)
+
     def dependency_results(self) -> dict[str, Any]:
         """``{step name: result}`` of the completed steps this workflow step ran after (a
         step with ``ignore_failed`` sees only those that completed); ``{}`` outside a
@@ -157,6 +205,51 @@ class Job:
         if self.workflow_id is None:
             return {}
         return self._control.dependency_results()
+
+    # -- durable execution (docs/durable.md) ------------------------------------------------
+    def step(
+        self, name: str, fn: Callable[..., T], /, *args: Any, atomic: bool = False, **kwargs: Any
+    ) -> T:
+        """Run ``fn(*args, **kwargs)`` once across every attempt of this job: its JSON return
+        value is recorded under `name`, and a later attempt's call gets it back without
+        calling `fn`. A raising `fn` records nothing. `atomic=True` (database store only)
+        runs `fn` inside ``transaction.atomic()`` on the store's database with the record
+        written in the same transaction."""
+        return self._control.step(check_name(name), fn, args, kwargs, atomic=atomic)
+
+    async def astep(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        atomic: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """`step` for async handlers: awaits `fn` when it is an ``async def``."""
+        return await self._control.astep(check_name(name), fn, args, kwargs, atomic=atomic)
+
+    def sleep_for(self, name: str, duration: Duration) -> None:
+        """A durable sleep: the first call records the wake-up time (now + `duration`) as step
+        `name` and ends this attempt without counting it; the job waits ``scheduled``,
+        holding no worker. A later attempt's call returns None once that time has passed."""
+        check_name(name)
+        self._control.sleep_until(name, None, _delay(duration, "sleep_for duration"))
+
+    def sleep_until(self, name: str, when: datetime) -> None:
+        """`sleep_for` to an aware datetime `when`."""
+        check_name(name)
+        if not isinstance(when, datetime) or when.tzinfo is None:
+            raise ValueError(f"sleep_until needs an aware datetime, not {when!r}")
+        self._control.sleep_until(name, when, None)
+
+    def wait_for_signal(self, name: str, timeout: Duration) -> Any:
+        """The payload of signal `name` (`jobs.signal`) once it is stored. Until then the
+        first call records a deadline (now + `timeout`) and ends this attempt without
+        counting it: the job waits ``scheduled`` until the signal wakes it or the deadline
+        passes. A call after the deadline without the signal raises `SignalTimeout`."""
+        check_name(name, "signal")
+        return self._control.wait_for_signal(name, _delay(timeout, "wait_for_signal timeout"))
 
     def complete_in(self, *, using: str) -> None:
         """Mark this job completed inside the open `transaction.atomic(using=...)`, so

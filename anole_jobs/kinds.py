@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -20,9 +21,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 from anole_jobs.backoff import Backoff
 from anole_jobs.bounds import check_name, count_problem
+from anole_jobs.core import VERSION_MARK, claim_key
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob
-from anole_jobs.unique import Unique
+from anole_jobs.unique import Debounce, Unique
 
 T = TypeVar("T")
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
@@ -41,10 +43,21 @@ class KindSpec:
     backoff: Backoff | None = None
     timeout: timedelta = timedelta(minutes=15)
     unique: Unique | None = None
+    #: Fold bursts of enqueues into one job (docs/debounce.md).
+    debounce: Debounce | None = None
+    #: The args fields whose values make a sequence: jobs of the kind with the same values run
+    #: one at a time, in enqueue order (docs/flow-control.md); empty for none.
+    sequence: tuple[str, ...] = ()
     #: Per-job overrides read from a job's encoded args, for a kind whose options travel with
     #: each job (the django.tasks backend's); returning None keeps the kind's own value.
     attempts_of: Callable[[Mapping[str, Any]], int | None] | None = None
     timeout_of: Callable[[Mapping[str, Any]], timedelta | None] | None = None
+    #: The version of the kind's args (docs/deploys.md): enqueues store it with each job.
+    version: int = 1
+    #: Former names of the kind: stored jobs of these run with this kind's handler.
+    aliases: tuple[str, ...] = ()
+    #: Args and result stored encrypted with `ENCRYPTION_KEYS`.
+    encrypt: bool = False
 
     def attempts_for(self, args: Mapping[str, Any]) -> int:
         value = self.attempts_of(args) if self.attempts_of is not None else None
@@ -86,9 +99,28 @@ class Registry:
         self._lock = threading.Lock()
         self._kinds: dict[str, KindSpec] = {}
         self._handlers: dict[str, HandlerSpec] = {}
+        self._upcasters: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+        self._sequenced: frozenset[str] = frozenset()
+        #: `claim_keys`, made once and again after any change (a pool claims many times a
+        #: second); None: to be made.
+        self._claim_keys: frozenset[str] | None = None
+
+    def sequenced(self) -> frozenset[str]:
+        """The names of the kinds declared with a sequence."""
+        return self._sequenced
 
     def add_kind(self, spec: KindSpec) -> None:
         with self._lock:
+            for alias in spec.aliases:
+                other = next(
+                    (k for k in self._kinds.values() if k.name != spec.name and alias in k.aliases),
+                    None,
+                )
+                if other is not None or (alias in self._kinds and alias != spec.name):
+                    raise ImproperlyConfigured(
+                        f"kind {spec.name!r}: alias {alias!r} is already "
+                        + (f"an alias of kind {other.name!r}" if other else "a kind's name")
+                    )
             existing = self._kinds.get(spec.name)
             if existing is not None and _origin(existing.args_type) != _origin(spec.args_type):
                 raise ImproperlyConfigured(
@@ -96,6 +128,8 @@ class Registry:
                     f"and on {_origin(spec.args_type)}; kind names must be unique"
                 )
             self._kinds[spec.name] = spec
+            self._claim_keys = None
+            self._sequenced = frozenset(k.name for k in self._kinds.values() if k.sequence)
 
     def kind(self, name: str) -> KindSpec | None:
         return self._kinds.get(name)
@@ -114,18 +148,147 @@ class Registry:
                     f"{_origin(func)} cannot be a second one (one handler per kind)"
                 )
             self._handlers[spec.name] = handler
+            self._claim_keys = None
         return handler
 
     def handler(self, kind_name: str) -> HandlerSpec | None:
         return self._handlers.get(kind_name)
 
     def handled_kinds(self) -> frozenset[str]:
-        return frozenset(self._handlers)
+        """What this process's claims name: the handled kinds, their aliases, and the stored
+        versions it can run (`claim_keys`)."""
+        return self.claim_keys()
+
+    # -- aliases, versions and upcasters (docs/deploys.md) ---------------------------------
+    def add_upcaster(
+        self, kind_name: str, from_version: int, func: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        with self._lock:
+            existing = self._upcasters.get((kind_name, from_version))
+            if existing is not None and _origin(existing) != _origin(func):
+                raise ImproperlyConfigured(
+                    f"kind {kind_name!r} already has an upcaster from version {from_version}: "
+                    f"{_origin(existing)}"
+                )
+            self._upcasters[(kind_name, from_version)] = func
+            self._claim_keys = None
+
+    def remove_upcaster(self, kind_name: str, from_version: int) -> None:
+        """Forget an upcaster (tests that model code without it)."""
+        with self._lock:
+            self._upcasters.pop((kind_name, from_version), None)
+            self._claim_keys = None
+
+    def canonical(self, name: str) -> KindSpec | None:
+        """The kind named `name` or having it as an alias, or None."""
+        spec = self._kinds.get(name)
+        if spec is not None:
+            return spec
+        for candidate in list(self._kinds.values()):
+            if name in candidate.aliases:
+                return candidate
+        return None
+
+    def resolve(self, name: str) -> HandlerSpec | None:
+        """The handler that runs stored jobs of kind `name`: its own, or that of the kind
+        having `name` as an alias."""
+        handler = self._handlers.get(name)
+        if handler is not None:
+            return handler
+        spec = self.canonical(name)
+        return None if spec is None else self._handlers.get(spec.name)
+
+    def upcast_path(self, kind_name: str, from_version: int, to_version: int) -> bool:
+        """Whether upcasters lead from `from_version` to `to_version` of `kind_name`."""
+        return all((kind_name, v) in self._upcasters for v in range(from_version, to_version))
+
+    def missing_upcaster(self, kind_name: str, from_version: int, to_version: int) -> int | None:
+        """The first version with no upcaster on the way to `to_version`, or None."""
+        for v in range(from_version, to_version):
+            if (kind_name, v) not in self._upcasters:
+                return v
+        return None
+
+    def upcast(
+        self, kind_name: str, args: Mapping[str, Any], from_version: int, to_version: int
+    ) -> dict[str, Any]:
+        """`args` of `from_version` brought to `to_version` through the upcasters (each takes
+        a copy). `InvalidJob` when the chain has a gap."""
+        value = dict(args)
+        for v in range(from_version, to_version):
+            func = self._upcasters.get((kind_name, v))
+            if func is None:
+                raise InvalidJob(f"kind {kind_name!r} has no upcaster from version {v}")
+            value = func(dict(value))
+            if not isinstance(value, dict):
+                raise InvalidJob(
+                    f"the upcaster of {kind_name!r} from version {v} returned "
+                    f"{type(value).__name__}, not a dict"
+                )
+        return value
+
+    def runnable_versions(self, kind_name: str) -> list[int]:
+        """The stored versions of `kind_name`'s jobs this process can run: its own version
+        and every older one with an upcaster path to it."""
+        spec = self._kinds.get(kind_name)
+        if spec is None:
+            return []
+        return [
+            v for v in range(1, spec.version + 1) if self.upcast_path(spec.name, v, spec.version)
+        ]
+
+    def known_versions(self) -> dict[str, int]:
+        """``{kind or alias: version}`` of every handled kind (what this process's workers
+        record in their presence rows: a job of a higher version waits for another worker)."""
+        known: dict[str, int] = {}
+        for name in list(self._handlers):
+            spec = self._kinds.get(name)
+            if spec is None:
+                continue
+            for label in (spec.name, *spec.aliases):
+                known[label] = spec.version
+        return known
+
+    def can_run(self, kind_name: str, version: int) -> bool:
+        """Whether this process runs a stored job of `kind_name` at `version`."""
+        handler = self.resolve(kind_name)
+        if handler is None:
+            return False
+        return version in self.runnable_versions(handler.kind.name)
+
+    def claim_keys(self) -> frozenset[str]:
+        """What a claim's `kinds` names for this process (see `claim_key`): every handled
+        kind and alias at each version it can run."""
+        keys = self._claim_keys
+        if keys is None:
+            with self._lock:
+                keys = self._claim_keys
+                if keys is None:
+                    keys = self._claim_keys = self._make_claim_keys()
+        return keys
+
+    def _make_claim_keys(self) -> frozenset[str]:
+        keys: set[str] = set()
+        for name in list(self._handlers):
+            spec = self._kinds.get(name)
+            labels = (name,) if spec is None else (spec.name, *spec.aliases)
+            versions = [1] if spec is None else self.runnable_versions(name)
+            for label in labels:
+                keys.update(claim_key(label, v) for v in versions)
+        return frozenset(keys)
+
+    def remove_kind(self, kind_name: str) -> None:
+        """Forget a kind and its handler (tests that declare a kind for a while)."""
+        with self._lock:
+            self._kinds.pop(kind_name, None)
+            self._handlers.pop(kind_name, None)
+            self._claim_keys = None
 
     def remove_handler(self, kind_name: str) -> None:
         """Forget a handler (tests that model a worker without it)."""
         with self._lock:
             self._handlers.pop(kind_name, None)
+            self._claim_keys = None
 
 
 def _origin(obj: Any) -> str:
@@ -133,6 +296,25 @@ def _origin(obj: Any) -> str:
 
 
 registry = Registry()
+
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def upcaster(kind_name: str, *, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    """Register a function that turns the args of `kind_name`'s jobs stored at
+    `from_version` (a dict) into those of the next version (a dict)."""
+    name = check_name(kind_name, what="a kind name", where="upcaster()")
+    if isinstance(from_version, bool) or not isinstance(from_version, int) or from_version < 1:
+        raise InvalidJob(f"upcaster({name!r}): from_version must be an int >= 1")
+
+    def decorate(func: Upcaster) -> Upcaster:
+        if not callable(func):
+            raise InvalidJob(f"upcaster({name!r}) decorates a function (args dict) -> dict")
+        registry.add_upcaster(name, from_version, func)
+        return func
+
+    return decorate
 
 
 def kind(
@@ -144,6 +326,11 @@ def kind(
     backoff: Callable[[int], timedelta] | None = None,
     timeout: Duration = timedelta(minutes=15),
     unique: Unique | None = None,
+    debounce: Debounce | None = None,
+    version: int = 1,
+    aliases: Sequence[str] = (),
+    encrypt: bool = False,
+    sequence: str | list[str] | tuple[str, ...] | None = None,
 ) -> Callable[[type[T]], type[T]]:
     """Declare a dataclass as the arguments of job kind `name`."""
     where = f"kind({name!r})"
@@ -160,11 +347,37 @@ def kind(
         raise InvalidJob(f"{where}: timeout must be positive")
     if unique is not None and not isinstance(unique, Unique):
         raise InvalidJob(f"{where}: unique must be a Unique(...), got {unique!r}")
+    if debounce is not None and not isinstance(debounce, Debounce):
+        raise InvalidJob(f"{where}: debounce must be a Debounce(...), got {debounce!r}")
+    if debounce is not None and unique is not None:
+        raise InvalidJob(
+            f"{where}: give unique or debounce, not both (a debounced job is one per key)"
+        )
+
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= 32767:
+        raise InvalidJob(f"{where}: version must be an int from 1 to 32767, got {version!r}")
+    if isinstance(aliases, str):
+        raise InvalidJob(f"{where}: aliases must be a list of kind names, not a str")
+    alias_names = tuple(check_name(a, what="a kind alias", where=where) for a in aliases)
+    if name in alias_names:
+        raise InvalidJob(f"{where}: a kind cannot be its own alias")
+    if version > 1 and any(VERSION_MARK in a for a in (name, *alias_names)):
+        raise InvalidJob(f"{where}: a versioned kind's names cannot hold {VERSION_MARK!r}")
+    if not isinstance(encrypt, bool):
+        raise InvalidJob(f"{where}: encrypt must be True or False")
+    sequence_fields = _sequence_fields(sequence, where=where)
 
     def decorate(cls: type[T]) -> type[T]:
         if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
             raise InvalidJob(
                 f"{where} decorates a dataclass; put @kind above @dataclass on {cls!r}"
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = [f for f in sequence_fields if f not in names]
+        if missing:
+            raise InvalidJob(
+                f"{where}: sequence names {', '.join(map(repr, missing))}, which is no field"
+                f" of {cls.__qualname__} (its fields: {', '.join(sorted(names)) or 'none'})"
             )
         spec = KindSpec(
             name=name,
@@ -175,12 +388,45 @@ def kind(
             backoff=backoff,
             timeout=timeout_td,
             unique=unique,
+            debounce=debounce,
+            version=version,
+            aliases=alias_names,
+            encrypt=encrypt,
+            sequence=sequence_fields,
         )
         registry.add_kind(spec)
         setattr(cls, KIND_ATTRIBUTE, spec)
         return cls
 
     return decorate
+
+
+def _sequence_fields(value: object, *, where: str) -> tuple[str, ...]:
+    """`sequence=` as a tuple of field names: a name, or a non-empty list of distinct ones."""
+    if value is None:
+        return ()
+    fields = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(fields, (list, tuple))
+        or not fields
+        or not all(isinstance(f, str) and f for f in fields)
+        or len(set(fields)) != len(fields)
+    ):
+        raise InvalidJob(
+            f"{where}: sequence must be an args field name or a non-empty list of distinct"
+            f" field names, got {value!r}"
+        )
+    return tuple(fields)
+
+
+def sequence_key(spec: KindSpec, args: Mapping[str, Any]) -> str | None:
+    """The sequence a job of `spec` with (encoded) `args` belongs to, None for a kind without
+    one: the kind's name and the JSON of its fields' values."""
+    if not spec.sequence:
+        return None
+    values = [args.get(name) for name in spec.sequence]
+    value = values[0] if len(values) == 1 else values
+    return f"{spec.name}:{json.dumps(value, sort_keys=True, default=str)}"
 
 
 def set_job_options(

@@ -40,7 +40,7 @@ from anole_jobs.durations import to_timedelta
 #: `jobs.set_limits`'s default: leave that limit as it is stored.
 KEEP: Any = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
 #: The options of a queue in QUEUES that set its limits.
-LIMIT_KEYS = ("global_concurrency", "rate_limit", "partition")
+LIMIT_KEYS = ("global_concurrency", "rate_limit", "partition", "fairness")
 PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _RATE = re.compile(r"^\s*([0-9]+)\s*/\s*([smh])\s*$")
 
@@ -127,17 +127,79 @@ def parse_partition(value: object, *, name: str = "partition") -> tuple[str, ...
     return tuple(fields)
 
 
+@dataclass(frozen=True)
+class Fairness:
+    """A queue's fairness (docs/flow-control.md): the args fields whose values take turns, and
+    the weight of some values (a value not listed weighs 1). A value is keyed as a partition
+    is (`partition_key`): the JSON of the field's value, or of the list of the fields'."""
+
+    fields: tuple[str, ...]
+    weights: Mapping[str, float] = field(default_factory=dict)
+
+    def key(self, args: Mapping[str, Any]) -> str:
+        return partition_key(args, self.fields)
+
+    def weight(self, key: str) -> float:
+        return self.weights.get(key, 1.0)
+
+
+def parse_fairness(value: object, *, name: str = "fairness") -> Fairness:
+    """An args field name, a list of them, or ``{"key": field(s), "weights": {value: weight}}``
+    as a `Fairness`; `ValueError` naming `name` for anything else."""
+    weights: Mapping[Any, Any] = {}
+    key = value
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"key", "weights"}
+        if unknown or "key" not in value:
+            raise ValueError(
+                f'{name} as a dict takes "key" (an args field name or a list of them) and'
+                f' optionally "weights" ({{value: weight}}), got {value!r}'
+            )
+        key = value["key"]
+        weights = value.get("weights") or {}
+        if not isinstance(weights, Mapping):
+            raise ValueError(f"{name}['weights'] must be a dict {{value: weight}}, got {weights!r}")
+    fields = parse_partition(key, name=name if not isinstance(value, Mapping) else f"{name}['key']")
+    parsed: dict[str, float] = {}
+    for raw, weight in weights.items():
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not 0 < weight <= 1_000_000
+            or weight != weight
+        ):
+            raise ValueError(
+                f"{name}['weights'][{raw!r}] must be a positive number (at most 1000000),"
+                f" got {weight!r}"
+            )
+        values = raw if isinstance(raw, tuple) and len(fields) > 1 else None
+        if values is not None:
+            parsed[json.dumps(list(values), sort_keys=True, default=str)] = float(weight)
+        else:
+            parsed[json.dumps(raw, sort_keys=True, default=str)] = float(weight)
+    return Fairness(fields, parsed)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Limits:
-    """A queue's limits in force (from the settings, or set at runtime)."""
+    """A queue's limits in force (from the settings, or set at runtime), and the flow rules its
+    claim keeps: its `fairness`, and `sequenced` when jobs of a kind with a sequence may be
+    among those claimed (docs/flow-control.md)."""
 
     global_concurrency: int | None = None
     rate_limit: RateLimit | None = None
     partition: tuple[str, ...] = ()
+    fairness: Fairness | None = None
+    sequenced: bool = False
 
     @property
     def active(self) -> bool:
         return self.global_concurrency is not None or self.rate_limit is not None
+
+    @property
+    def flow(self) -> bool:
+        """Whether a claim must keep fairness or sequences (the flow claim)."""
+        return self.fairness is not None or self.sequenced
 
     def key(self, args: Mapping[str, Any]) -> str:
         """The partition a job's args fall in ("" without a partition): the JSON of the
@@ -156,6 +218,8 @@ class Limits:
             ),
             rate_limit=runtime.rate_limit if runtime.rate_limit is not None else self.rate_limit,
             partition=self.partition,
+            fairness=self.fairness,
+            sequenced=self.sequenced,
         )
 
 
@@ -302,3 +366,13 @@ def held_count(
     for key, waiting in available.items():
         held += max(0, waiting - planner.room(key))
     return held
+
+
+def fair_orders(start: float, last: float | None, weight: float, n: int) -> list[float]:
+    """The turn orders of `n` new jobs of one fairness value (weighted fair queuing): each job
+    of a value takes the turn 1/weight after the one before it, and a value with no job
+    waiting since `last` starts from the queue's current turn `start`. A claim takes a
+    fair queue's jobs of equal priority in this order."""
+    base = start if last is None else max(last, start)
+    step = 1.0 / weight
+    return [base + step * (i + 1) for i in range(n)]

@@ -136,6 +136,14 @@ class MetricsListener:
             multiprocess_mode="livemostrecent",
             registry=registry,
         )
+        self.queue_latency = Gauge(
+            "anole_jobs_queue_latency_seconds",
+            "How long the queue's oldest available job has waited since it became available "
+            "(0 for none), as the leader last read it: what autoscalers scale on",
+            ["queue"],
+            multiprocess_mode="livemostrecent",
+            registry=registry,
+        )
         self.rescued = Counter(
             "anole_jobs_rescued_total",
             "Jobs put back after their lease lapsed",
@@ -180,6 +188,7 @@ class MetricsListener:
             events.CRON_ENQUEUED: self._cron_enqueued,
             events.QUEUED_GAUGE: self._queued_gauge,
             events.HELD_GAUGE: self._held_gauge,
+            events.LATENCY_GAUGE: self._latency_gauge,
         }
 
     def __call__(self, event: events.Event) -> None:
@@ -285,6 +294,10 @@ class MetricsListener:
     def _held_gauge(self, event: events.Event) -> None:
         for queue, n in event["held"].items():
             self._child(self.held, str(queue)).set(n)
+
+    def _latency_gauge(self, event: events.Event) -> None:
+        for queue, seconds in event["latency"].items():
+            self._child(self.queue_latency, str(queue)).set(seconds)
 
 
 def _incrementer(child: Any) -> Callable[[float], None]:

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from anole_jobs.errors import ResultTooLarge
@@ -31,6 +32,38 @@ class Enqueued:
 
     id: int | None
     inserted: bool
+
+    @property
+    def duplicate(self) -> bool:
+        """True when this enqueue stored no new job and `id` names the one it joined: a unique
+        duplicate, or a debounced enqueue folded into the job already waiting."""
+        return self.id is not None and not self.inserted
+
+
+#: Why a job waits, in the order `jobs.why` looks for them (docs/debounce.md).
+WAITING_REASONS: tuple[str, ...] = (
+    "scheduled",
+    "retry_backoff",
+    "queue_paused",
+    "concurrency_limit",
+    "rate_limit",
+    "sequence",
+    "dependencies",
+    "signal",
+    "debounce",
+    "no_worker",
+    "ready",
+)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What `jobs.why(id)` says of a job not running yet: `reason` (one of `WAITING_REASONS`),
+    `detail` for a person, and `until`, when the wait ends if that is known."""
+
+    reason: str
+    detail: str
+    until: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +113,9 @@ class QueueRecord:
     counts: Mapping[str, int]
     limits: QueueLimits = field(default_factory=QueueLimits)
     held: int = 0
+    #: When its oldest available job became available (its `scheduled_at`); None when it has
+    #: none. Now minus this is the queue's latency (the gauge autoscalers read).
+    oldest_available: datetime | None = None
 
 
 def encode_result(value: object, *, limit: int, where: str = "the handler") -> str | None:

@@ -9,19 +9,20 @@ configured clock), unique keys and the rules for transactions (an enqueue joins 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import difflib
 import inspect
 import json
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypedDict, TypeVar, Unpack, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
-from anole_jobs import codec, events, tracing
+from anole_jobs import codec, encryption, events, offload, tracing
 from anole_jobs.bounds import (
     NewQueue,
     check_name,
@@ -43,22 +44,25 @@ from anole_jobs.core import (
 )
 from anole_jobs.durations import Duration, to_timedelta
 from anole_jobs.errors import InvalidJob, JobFailed, JobNotFinished, JobNotFound
+from anole_jobs.jsontext import compact
 from anole_jobs.kinds import (
     KIND_ATTRIBUTE,
     KindSpec,
     Registry,
     check_priority,
+    sequence_key,
     spec_of,
 )
 from anole_jobs.limits import KEEP, Limits, RuntimeLimits, parse_concurrency, parse_rate
 from anole_jobs.records import Enqueued, QueueLimits, QueueRecord
 from anole_jobs.schedules import CronEntry, CronRecord, load_cron, parser_problem
+from anole_jobs.stores.audit import AuditEntry
 from anole_jobs.stores.base import NewJob, Store
 from anole_jobs.stores.instrumented import instrument
 from anole_jobs.stores.search import BULK_ACTIONS, BULK_BATCH_MAX
 from anole_jobs.stores.stats import Resolution, StatsByQueue
-from anole_jobs.stores.workers import WorkerRecord
-from anole_jobs.unique import Unique, unique_key
+from anole_jobs.stores.workers import CONTROL_ACTIONS, WorkerControl, WorkerRecord
+from anole_jobs.unique import Debounce, Unique, debounce_key, unique_key
 
 logger = logging.getLogger("anole_jobs")
 cron_logger = logging.getLogger("anole_jobs.cron")
@@ -71,14 +75,16 @@ _Batch = tuple[list[NewJob], list[int | tuple[str, int]]]
 
 class EnqueueOptions(TypedDict, total=False):
     """The options of one enqueue, declared once for every enqueue call of the facade and the
-    service: when to run (`delay` or `run_at`), `priority`, `queue`, `unique`, `meta` and the
-    `request` whose trace the job continues. None (or absent) means the kind's default."""
+    service: when to run (`delay` or `run_at`), `priority`, `queue`, `unique`, `debounce`
+    (docs/debounce.md), `meta` and the `request` whose trace the job continues. None (or
+    absent) means the kind's default."""
 
     delay: Duration | None
     run_at: datetime | None
     priority: int | None
     queue: str | None
     unique: Unique | None
+    debounce: Debounce | None
     meta: Mapping[str, Any] | None
     request: object | None
 
@@ -150,6 +156,7 @@ class _KindOptions:
     scheduled_at: datetime
     state: State
     unique: Unique | None
+    debounce: Debounce | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +170,7 @@ class _PlainKind:
     queue: str
     priority: int
     unique: Unique | None
+    debounce: Debounce | None = None
 
 
 #: Kinds one service remembers in `_PlainKind`s (classes made at run time must not pile up).
@@ -211,10 +219,29 @@ class _Builder:
             resolved = self.service._resolve(spec, self.now, self.options)
             self._kinds[args_type] = (spec, where, resolved)
         unique = resolved.unique
-        return NewJob(
+        debounce = resolved.debounce
+        if debounce is not None:
+            values = debounce.values(encoded, where=where)
+            job_meta["debounce"] = {"by": values}
+            debounced = NewJob(
+                kind=spec.name,
+                queue=resolved.queue,
+                args=encoded,
+                meta=job_meta,
+                priority=resolved.priority,
+                max_attempts=spec.attempts_for(encoded),
+                state="scheduled",
+                scheduled_at=self.now + debounce.wait,
+                created_at=self.now,
+                debounce_key=debounce_key(spec.name, values),
+                debounce_max_wait=debounce.max_wait,
+                version=spec.version,
+            )
+            return with_flow(debounced, spec, self.service.settings)
+        job = NewJob(
             kind=spec.name,
             queue=resolved.queue,
-            args=encoded,
+            args=self.service.stored_args(spec, encoded),
             meta=job_meta,
             priority=resolved.priority,
             max_attempts=spec.attempts if spec.attempts_of is None else spec.attempts_for(encoded),
@@ -225,7 +252,26 @@ class _Builder:
             if unique is None
             else unique_key(spec.name, encoded, unique, now=self.now),
             unique_scope="live" if unique is None else unique.scope,
+            replace=unique is not None and unique.on_conflict == "replace",
+            version=spec.version,
         )
+        return with_flow(job, spec, self.service.settings)
+
+
+def with_flow(job: NewJob, spec: KindSpec, settings: Settings) -> NewJob:
+    """`job` with its fairness value (when its queue has fairness) and its sequence (when its
+    kind has one); `job` itself otherwise."""
+    config = settings.queues.get(job.queue)
+    fairness = config.limits.fairness if config is not None else None
+    if fairness is None and not spec.sequence:
+        return job
+    fair_key = fairness.key(job.args) if fairness is not None else None
+    return dataclasses.replace(
+        job,
+        fair_key=fair_key,
+        fair_weight=fairness.weight(fair_key) if fairness is not None and fair_key else 1.0,
+        sequence_key=sequence_key(spec, job.args),
+    )
 
 
 class JobService:
@@ -267,6 +313,20 @@ class JobService:
         job_unique = spec.unique if unique is None else unique
         if job_unique is not None and not isinstance(job_unique, Unique):
             raise InvalidJob(f"{where}: unique must be a Unique(...), got {job_unique!r}")
+        debounce = options.get("debounce")
+        job_debounce = spec.debounce if debounce is None else debounce
+        if job_debounce is not None:
+            if not isinstance(job_debounce, Debounce):
+                raise InvalidJob(f"{where}: debounce must be a Debounce(...), got {job_debounce!r}")
+            if job_unique is not None:
+                raise InvalidJob(
+                    f"{where}: give unique or debounce, not both (a debounced job is one per key)"
+                )
+            if options.get("delay") is not None or options.get("run_at") is not None:
+                raise InvalidJob(
+                    f"{where}: a debounced job runs its wait after the last enqueue; "
+                    "give no delay or run_at"
+                )
         return _KindOptions(
             where=where,
             queue=job_queue,
@@ -274,6 +334,7 @@ class JobService:
             scheduled_at=scheduled_at,
             state="scheduled" if scheduled_at > now else "available",
             unique=job_unique,
+            debounce=job_debounce,
         )
 
     def declared_queue(self, value: object, *, where: str) -> str:
@@ -345,7 +406,12 @@ class JobService:
             spec, where, resolved = builder._kinds[args_type]
             if resolved is not None and len(self._plain_kinds) < PLAIN_KINDS_MAX:
                 self._plain_kinds[args_type] = _PlainKind(
-                    spec, where, resolved.queue, resolved.priority, resolved.unique
+                    spec,
+                    where,
+                    resolved.queue,
+                    resolved.priority,
+                    resolved.unique,
+                    resolved.debounce,
                 )
             return job
         spec, unique = plain.spec, plain.unique
@@ -355,10 +421,29 @@ class JobService:
         codec.check_payload_size(
             encoded, meta, limit=self.settings.max_payload_bytes, where=plain.where
         )
-        return NewJob(
+        debounce = plain.debounce
+        if debounce is not None:
+            values = debounce.values(encoded, where=plain.where)
+            meta["debounce"] = {"by": values}
+            debounced = NewJob(
+                kind=spec.name,
+                queue=plain.queue,
+                args=encoded,
+                meta=meta,
+                priority=plain.priority,
+                max_attempts=spec.attempts_for(encoded),
+                state="scheduled",
+                scheduled_at=now + debounce.wait,
+                created_at=now,
+                debounce_key=debounce_key(spec.name, values),
+                debounce_max_wait=debounce.max_wait,
+                version=spec.version,
+            )
+            return with_flow(debounced, spec, self.settings)
+        job = NewJob(
             kind=spec.name,
             queue=plain.queue,
-            args=encoded,
+            args=self.stored_args(spec, encoded),
             meta=meta,
             priority=plain.priority,
             max_attempts=spec.attempts if spec.attempts_of is None else spec.attempts_for(encoded),
@@ -367,7 +452,10 @@ class JobService:
             created_at=now,
             unique_key=None if unique is None else unique_key(spec.name, encoded, unique, now=now),
             unique_scope="live" if unique is None else unique.scope,
+            version=spec.version,
+            replace=unique is not None and unique.on_conflict == "replace",
         )
+        return with_flow(job, spec, self.settings)
 
     def _enqueue_on_commit(self, args: object, options: EnqueueOptions) -> Enqueued:
         # Validate now so a bad job fails at the call site, write at commit. Documented:
@@ -465,11 +553,16 @@ class JobService:
         """The jobs of one batch to insert, and where each argument's result comes from."""
         build = _Builder(self, self.clock(), options).build
         jobs = [build(args) for args in batch]
-        # Within one batch a later duplicate returns the first one.
+        # Within one batch a later duplicate returns the first one (a replacing one replaces
+        # it, in the store, in batch order).
         first_of_key: dict[str, int] = {}
         to_insert: list[NewJob] = []
         slots: list[int | tuple[str, int]] = []
         for job in jobs:
+            if job.replace:
+                slots.append(len(to_insert))
+                to_insert.append(job)
+                continue
             if job.unique_key is not None and job.unique_key in first_of_key:
                 slots.append(("dup", first_of_key[job.unique_key]))
                 continue
@@ -485,7 +578,10 @@ class JobService:
         if not self.store.supports_transactions:
             self._warn_if_in_transaction(jobs)
         # The store wakes the workers of the queues it made jobs available in (stores.base).
-        results = self.store.insert(jobs)
+        if any(job.debounce_key is not None or job.replace for job in jobs):
+            results = self._insert_each(jobs)
+        else:
+            results = self.store.insert(jobs)
         if self.bus.listens_to(events.ENQUEUED):
             # One event per (queue, kind, inserted) of the batch, with its count.
             counts: dict[tuple[str, str, bool], int] = {}
@@ -498,11 +594,38 @@ class JobService:
                 )
         return [Enqueued(result.id, result.inserted) for result in results]
 
+    def _insert_each(self, jobs: Sequence[NewJob]) -> builtins.list[Any]:
+        """A batch holding debounced or replacing jobs: each of those is its own store write
+        (in batch order), the runs of plain jobs between them one `insert` each."""
+        results: list[Any] = []
+        run: list[NewJob] = []
+        for job in jobs:
+            if job.debounce_key is None and not job.replace:
+                run.append(job)
+                continue
+            if run:
+                results.extend(self.store.insert(run))
+                run = []
+            results.append(self._store_one(job))
+        if run:
+            results.extend(self.store.insert(run))
+        return results
+
+    def _store_one(self, job: NewJob) -> Any:
+        """The store write of one job: folded by its debounce key, replacing the holder of its
+        unique key, or a plain insert."""
+        if job.debounce_key is not None:
+            return self.store.insert_debounced(job)
+        if job.replace:
+            return self.store.insert_replacing(job)
+        (result,) = self.store.insert([job])
+        return result
+
     def _insert_one(self, job: NewJob) -> Enqueued:
         """`_insert` of one job (`enqueue`), without the batch's bookkeeping."""
         if not self.store.supports_transactions:
             self._warn_if_in_transaction([job])
-        (result,) = self.store.insert([job])
+        result = self._store_one(job)
         if events.ENQUEUED in self.bus.by_name:
             self.bus.emit(
                 events.ENQUEUED, queue=job.queue, kind=job.kind, inserted=result.inserted, count=1
@@ -535,7 +658,104 @@ class JobService:
 
     # -- admin ---------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
-        return self.store.get(_job_id(job_id))
+        return self.reveal(self.store.get(_job_id(job_id)))
+
+    # -- encryption at rest and offload (docs/encryption.md, docs/offload.md) ---------------
+    def stored_args(self, spec: KindSpec, encoded: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A job's args as the store keeps them: sealed for a kind declared with
+        encrypt=True, and a reference to a file when their JSON is over OFFLOAD's size."""
+        offload_config = self.settings.offload
+        if not spec.encrypt and offload_config is None:
+            return encoded
+        value: Mapping[str, Any] = self.seal(spec, encoded) if spec.encrypt else encoded
+        if offload_config is not None:
+            ref = offload.maybe_put(compact(value), offload_config)
+            if ref is not None:
+                return cast(dict[str, Any], json.loads(ref))
+        return value
+
+    def open_value(self, value: Any) -> Any:
+        """A stored args or result value as its handler wrote it: an offloaded one read back,
+        a sealed one opened (left sealed without the keys)."""
+        value = offload.inline(value)
+        if encryption.is_sealed(value) and self.settings.encryption_keys:
+            try:
+                return encryption.open_sealed(value, self.settings.encryption_keys)
+            except encryption.EncryptionError:
+                return value
+        return value
+
+    def delete_offloaded(self, records: Iterable[JobRecord | None]) -> None:
+        """Delete the files of the offloaded args and results of `records` (deleted jobs)."""
+        for record in records:
+            if record is not None:
+                for ref in offload.refs(record.args, record.result):
+                    offload.delete(ref)
+
+    def seal(self, spec: KindSpec, encoded: Mapping[str, Any]) -> dict[str, Any]:
+        """The args of a kind declared with encrypt=True, as stored."""
+        try:
+            return encryption.seal(encoded, self.settings.encryption_keys)
+        except encryption.EncryptionError as exc:
+            raise InvalidJob(f"enqueue({spec.name!r}): {exc}") from None
+
+    def reveal(self, record: JobRecord | None) -> JobRecord | None:
+        """`record` with its sealed args and result opened, when this process has the keys
+        (marked `encrypted` either way, for the surfaces that show it)."""
+        if record is None:
+            return None
+        args, result = record.args, record.result
+        if offload.is_ref(args) or offload.is_ref(result):
+            args, result = offload.inline(args), offload.inline(result)
+            record = replace(record, args=args, result=result)
+        sealed_args, sealed_result = encryption.is_sealed(args), encryption.is_sealed(result)
+        steps = record.steps
+        sealed_steps = any(encryption.is_sealed(step.get("result")) for step in steps.values())
+        if not (sealed_args or sealed_result or sealed_steps):
+            return record
+        keys = self.settings.encryption_keys
+        if keys:
+            try:
+                if sealed_args:
+                    args = encryption.open_sealed(args, keys)
+                if sealed_result:
+                    result = encryption.open_sealed(result, keys)
+                if sealed_steps:
+                    steps = {name: _opened_step(step, keys) for name, step in steps.items()}
+            except encryption.EncryptionError:
+                args, result, steps = record.args, record.result, record.steps
+        return replace(record, args=args, result=result, steps=steps, encrypted=True)
+
+    def reencrypt(self) -> int:
+        """Seal every stored sealed args and result again with the newest key; how many jobs
+        it rewrote. Pages through every job (an operator's command)."""
+        keys = self.settings.encryption_keys
+        if not keys:
+            raise InvalidJob("jobs reencrypt needs ANOLE_JOBS['ENCRYPTION_KEYS']")
+        done = 0
+        after: int | None = None
+        while True:
+            page = self.store.list(ListFilter(limit=LIST_LIMIT_MAX, after=after))
+            if not page:
+                return done
+            for record in page:
+                args = record.args if encryption.is_sealed(record.args) else None
+                result = record.result if encryption.is_sealed(record.result) else None
+                if args is None and result is None:
+                    continue
+                try:
+                    new_args = None if args is None else encryption.reseal(args, keys)
+                    new_result = None if result is None else encryption.reseal(result, keys)
+                except Exception as exc:  # noqa: BLE001 - InvalidToken: a key was removed
+                    raise InvalidJob(
+                        f"job {record.id}: none of ENCRYPTION_KEYS opens it ({type(exc).__name__})"
+                    ) from None
+                done += self.store.rewrite_payload(
+                    record.id,
+                    args=new_args,
+                    result=None if new_result is None else compact(new_result),
+                )
+            after = page[-1].id
 
     def list(
         self,
@@ -575,7 +795,7 @@ class JobService:
             workflow=workflow,
             **search,
         )
-        return self.store.list(filter)
+        return [self.reveal(r) or r for r in self.store.list(filter)]
 
     def act(self, action: str, ids: Collection[int], *, state: str | None = None) -> int:
         """Retry, cancel or delete the jobs of `ids` (at most `BULK_BATCH_MAX`) still in
@@ -587,7 +807,12 @@ class JobService:
         wanted = sorted({_job_id(job_id) for job_id in ids})
         if len(wanted) > BULK_BATCH_MAX:
             raise InvalidJob(f"at most {BULK_BATCH_MAX} ids per call, got {len(wanted)}")
-        return self.store.act(action, wanted, state=state, now=self.clock())
+        if action != "delete" or self.settings.offload is None:
+            return self.store.act(action, wanted, state=state, now=self.clock())
+        before = [self.store.get(job_id) for job_id in wanted]
+        done = self.store.act(action, wanted, state=state, now=self.clock())
+        self.delete_offloaded(r for r in before if r is not None and self.store.get(r.id) is None)
+        return done
 
     def counts(self) -> dict[str, dict[str, int]]:
         return self.store.counts()
@@ -596,11 +821,11 @@ class JobService:
         """The result of job `job_id` once completed (see `jobs.result`)."""
         job_id = _job_id(job_id)
         if timeout is None:
-            return _result_of(job_id, self.store.get(job_id), waited=None)
+            return _result_of(job_id, self.reveal(self.store.get(job_id)), waited=None)
         seconds = max(to_timedelta(timeout, name="timeout").total_seconds(), 0.0)
         record = self.store.get(job_id)
         if record is None or record.state in FINAL_STATES or seconds == 0:
-            return _result_of(job_id, record, waited=seconds)
+            return _result_of(job_id, self.reveal(record), waited=seconds)
         deadline = monotonic() + seconds
         poll = max(self.store.finished_poll, MIN_RESULT_POLL)
         # Subscribed before it looks again: a finish between the look and the wait still
@@ -617,11 +842,11 @@ class JobService:
                 subscription.wait(min(remaining, poll))
         finally:
             subscription.close()
-        return _result_of(job_id, record, waited=seconds)
+        return _result_of(job_id, self.reveal(record), waited=seconds)
 
     def retry(self, job_id: int) -> JobRecord:
         """Make the job available now; the job as it now is. `JobNotFound` if there is none."""
-        record = self.store.retry(_job_id(job_id), now=self.clock())
+        record = self.reveal(self.store.retry(_job_id(job_id), now=self.clock()))
         if record is None:
             raise JobNotFound(job_id)
         return record
@@ -629,13 +854,38 @@ class JobService:
     def cancel(self, job_id: int) -> JobRecord:
         """Cancel the job if it is waiting or running; the job as it now is. `JobNotFound` if
         there is none."""
-        record = self.store.cancel(_job_id(job_id), now=self.clock())
+        record = self.reveal(self.store.cancel(_job_id(job_id), now=self.clock()))
         if record is None:
             raise JobNotFound(job_id)
         return record
 
     def delete(self, job_id: int) -> bool:
-        return self.store.delete(_job_id(job_id))
+        job_id = _job_id(job_id)
+        before = self.store.get(job_id) if self.settings.offload is not None else None
+        deleted = self.store.delete(job_id)
+        if deleted:
+            self.delete_offloaded([before])
+        return deleted
+
+    def signal(self, job_id: int, name: str, payload: Any = None) -> bool:
+        """Store signal `name` on the job (docs/durable.md): True when stored, False when the
+        job has one of that name or has finished; `JobNotFound` for an unknown id."""
+        from anole_jobs.job import check_name
+        from anole_jobs.records import encode_result
+
+        check_name(name, "signal")
+        try:
+            text = encode_result(
+                payload, limit=self.settings.max_result_bytes, where="the signal's payload"
+            )
+        except TypeError as exc:
+            raise TypeError(f"a signal's payload must be a JSON value: {exc}") from None
+        stored = self.store.signal(
+            _job_id(job_id), name=name, payload="null" if text is None else text, now=self.clock()
+        )
+        if stored is None:
+            raise JobNotFound(job_id)
+        return stored
 
     # -- cron ----------------------------------------------------------------------------
     def cron_entries(self) -> builtins.list[CronEntry]:
@@ -723,12 +973,15 @@ class JobService:
         paused = self.store.paused_queues()
         runtime = self.store.runtime_limits()
         names = sorted(set(self.settings.queues) | set(counts) | set(paused) | set(runtime))
+        with_available = [name for name in names if counts.get(name, {}).get("available")]
+        oldest = self.store.oldest_available(with_available) if with_available else {}
         return [
             QueueRecord(
                 name=name,
                 paused=name in paused,
                 counts=counts.get(name, {}),
                 **self._limits_of(name, runtime),
+                oldest_available=oldest.get(name),
             )
             for name in names
         ]
@@ -736,16 +989,46 @@ class JobService:
     def queue(self, name: str) -> QueueRecord:
         """One queue's record (any name: a queue nobody used has no jobs and no pause)."""
         name = queue_name(name)
+        counts = self.store.counts().get(name, {})
+        oldest = self.store.oldest_available([name]) if counts.get("available") else {}
         return QueueRecord(
             name=name,
             paused=name in self.store.paused_queues(),
-            counts=self.store.counts().get(name, {}),
+            counts=counts,
             **self._limits_of(name, self.store.runtime_limits()),
+            oldest_available=oldest.get(name),
         )
 
     def workers(self) -> builtins.list[WorkerRecord]:
         """The worker processes alive now (their records not expired), by host and pid."""
         return self.store.workers(now=self.clock())
+
+    def control_worker(self, worker_id: str, action: str, *, by: str, surface: str) -> bool:
+        """Ask worker `worker_id` to quiet or stop (`CONTROL_ACTIONS`); False when no such
+        worker is alive."""
+        if action not in CONTROL_ACTIONS:
+            raise ValueError(f"action must be one of {', '.join(CONTROL_ACTIONS)}, got {action!r}")
+        control = WorkerControl(action=action, by=by, at=self.clock(), surface=surface)
+        return self.store.request_worker_control(worker_id, control, now=control.at)
+
+    def record_audit(
+        self, *, actor: str, action: str, target: str, surface: str, detail: str = ""
+    ) -> AuditEntry:
+        entry = AuditEntry(
+            at=self.clock(),
+            actor=actor,
+            action=action,
+            target=target,
+            surface=surface,
+            detail=detail,
+        )
+        self.store.record_audit(entry)
+        return entry
+
+    def audit(
+        self, *, action: str | None = None, limit: int = 100, before: int | None = None
+    ) -> builtins.list[AuditEntry]:
+        return self.store.audit_entries(action=action, limit=limit, before=before)
 
     def stats(
         self,
@@ -900,3 +1183,12 @@ def _job_id(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_JOB_ID:
         raise InvalidJob(f"a job id is a positive int below 2**63, got {value!r}")
     return value
+
+
+def _opened_step(step: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str, Any]:
+    """A step of `JobRecord.steps` with its sealed result opened (a kind declared with
+    encrypt=True stores its steps' results encrypted)."""
+    value = step.get("result")
+    if not isinstance(value, Mapping) or not encryption.is_sealed(value):
+        return step
+    return {**step, "result": encryption.open_sealed(value, keys)}

@@ -143,4 +143,5 @@ def cancel_workflow(service: JobService, wf_id: str) -> WorkflowRecord | None:
 
 
 def dependency_results(service: JobService, job_id: int) -> dict[str, Any]:
-    return service.store.dependency_results(job_id)
+    results = service.store.dependency_results(job_id)
+    return {name: service.open_value(value) for name, value in results.items()}

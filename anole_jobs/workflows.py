@@ -93,6 +93,11 @@ class Workflow:
                 f"kind {spec.name!r} declares unique=..., which a workflow step cannot have: a "
                 "step that another job's key turned away would leave its dependents waiting"
             )
+        if spec.debounce is not None:
+            raise InvalidJob(
+                f"kind {spec.name!r} declares debounce=..., which a workflow step cannot have: "
+                "a step folded into another job would leave its dependents waiting"
+            )
         if name is None:
             name = f"step-{len(self._steps) + 1}"
             while name in self._steps:

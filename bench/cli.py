@@ -30,7 +30,7 @@ from bench.report import merge, render
 
 SCENARIO_NAMES = ("enqueue_one", "enqueue_many", "step", "runtime", "latency", "growth")
 #: Named with --scenarios only: slow, and on a machine with few cores it measures the cores.
-EXTRA_SCENARIOS = ("scaleout", "soak", "processes", "stats", "search", "workflows")
+EXTRA_SCENARIOS = ("scaleout", "soak", "processes", "stats", "search", "workflows", "async_io")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

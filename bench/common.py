@@ -13,7 +13,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,29 @@ class Options:
     profile_dir: str | None = None
     diagnose: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+
+
+@contextmanager
+def scratch_postgres(needed: bool, name: str) -> Iterator[None]:
+    """The one-process cost scripts' PostgreSQL database `name` (at 127.0.0.1:5432, user
+    postgres), when `needed`: created before the block; after it, even when a measure raised,
+    every Django connection is closed and the database dropped."""
+    import psycopg
+    from django.db import connections
+
+    def admin(statement: str) -> None:
+        with psycopg.connect(dbname="postgres", host="127.0.0.1", user="postgres") as session:
+            session.autocommit = True
+            session.execute(statement)
+
+    if needed:
+        admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield
+    finally:
+        connections.close_all()
+        if needed:
+            admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def log(message: str) -> None:

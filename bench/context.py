@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from bench import baselines
-from bench.common import PG, QUEUE, REDIS_URL, ROOT, Deadline, Options, Sizes, log
+from bench.common import CONCURRENCY, PG, QUEUE, REDIS_URL, ROOT, Deadline, Options, Sizes, log
 from bench.workers import Worker, worker_for
 
 
@@ -237,9 +237,9 @@ class Bench:
 
     # -- workers ---------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def worker(self) -> Iterator[Worker]:
+    def worker(self, concurrency: int = CONCURRENCY) -> Iterator[Worker]:
         """A started worker, idle and settled; stopped (and checked) on the way out."""
-        worker = worker_for(self)
+        worker = worker_for(self, concurrency)
         stopped: dict[str, Any] = {}
         try:
             worker.start(Deadline(60, "runjobs start-up"))

@@ -1,6 +1,7 @@
 """Opt-in diagnostics for the runjobs process (``ANOLE_BENCH_DIAG=FILE``, set by
 `python -m bench --diagnose`): every `claim`, `finish` and `heartbeat` call of the store is
-recorded (wall time, duration, jobs asked for and got) and written to FILE as JSON at exit.
+recorded (wall time, duration, jobs asked for and got) and written to FILE as JSON every
+`DUMP_EVERY` seconds and at exit: the bench reads it while the worker still runs.
 
 It wraps the store object the facade builds; nothing in `anole_jobs` changes. The wrappers
 cost a few microseconds per call, so the figures of a diagnosed run are not the headline ones.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +19,8 @@ from typing import Any
 
 _lock = threading.Lock()
 _events: list[tuple[str, float, float, int, int]] = []  # (op, started, seconds, asked, got)
+#: Seconds between two writes of the file.
+DUMP_EVERY = 0.2
 
 
 def _record(op: str, started: float, seconds: float, asked: int, got: int) -> None:
@@ -62,9 +66,17 @@ def install(path: str) -> None:
     def dump() -> None:
         with _lock:
             events = list(_events)
-        with open(path, "w") as out:
-            json.dump(events, out)
+        written = {"at": time.time(), "events": events}
+        with open(path + ".tmp", "w") as out:
+            json.dump(written, out)
+        os.replace(path + ".tmp", path)  # a reader never sees half a file
 
+    def dump_often() -> None:
+        while True:
+            time.sleep(DUMP_EVERY)
+            dump()
+
+    threading.Thread(target=dump_often, name="bench-diag", daemon=True).start()
     atexit.register(dump)
 
 

@@ -3,8 +3,12 @@ it little: `jobs.start()` in this process on the memory store (or SQLite) works 
 enqueued beforehand, with the per-job INFO log line going to a handler as `runjobs` sets it
 up (to /dev/null) and the metrics on, as in `python -m bench`.
 
-    .venv/bin/python bench/job_cost.py [--store memory|sqlite] [--jobs 3000] [--rounds 5]
-                                       [--metrics on|off] [--log info|warning]
+    .venv/bin/python bench/job_cost.py [--store memory|sqlite|postgres|redis] [--jobs 3000]
+                                       [--rounds 5] [--metrics on|off] [--log info|warning]
+
+PostgreSQL and Redis are reached as `python -m bench` reaches them (ANOLE_BENCH_PG_HOST,
+_PORT, _USER; ANOLE_BENCH_REDIS): on PostgreSQL in a database ``anole_job_cost`` made anew
+for each run, on Redis under the key prefix ``anole_job_cost:`` (deleted before each round).
 
 Prints one line: the median CPU µs per job of this process over the rounds (after one
 warm-up round), and each round's figure. An A/B of two code trees runs this script from each
@@ -19,9 +23,10 @@ about 0.2%): run one measured round under callgrind and read its total,
         python bench/job_cost.py --rounds 1 --jobs 1000 --callgrind
     grep ^totals: /tmp/cg.out          # instructions for the 1,000 jobs
 
-The enqueueing is not counted; what is counted is the worker from `jobs.start()` until the
-last job completed (its claims, runs, writes, log lines, events and metrics), plus this
-thread's polling of `jobs.counts()` every 20 ms.
+The CPU time counts the worker from `jobs.start()` until the last job completed (its claims,
+runs, writes, log lines, events and metrics), plus this thread's polling of `jobs.counts()`
+every 20 ms. The instruction count covers the same and the round's `enqueue_many` before it
+(instrumentation goes on before the round begins).
 """
 
 from __future__ import annotations
@@ -44,12 +49,29 @@ import django  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 _TMP = tempfile.mkdtemp(prefix="anole_job_cost_")
+# The store decides the settings, which come before the arguments are parsed.
+_STORE = sys.argv[sys.argv.index("--store") + 1] if "--store" in sys.argv[:-1] else "memory"
+_REDIS_URL = os.environ.get("ANOLE_BENCH_REDIS", "redis://127.0.0.1:6379/0")
+_REDIS_PREFIX = "anole_job_cost:"
+_POSTGRES = {
+    "ENGINE": "django.db.backends.postgresql",
+    "NAME": "anole_job_cost",
+    "USER": os.environ.get("ANOLE_BENCH_PG_USER", "postgres"),
+    "HOST": os.environ.get("ANOLE_BENCH_PG_HOST", "127.0.0.1"),
+    "PORT": os.environ.get("ANOLE_BENCH_PG_PORT", "5432"),
+}
 settings.configure(
     SECRET_KEY="bench",
     USE_TZ=True,
     INSTALLED_APPS=["anole_jobs"],
+    CACHES={
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "jobs": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": _REDIS_URL},
+    },
     DATABASES={
-        "default": {
+        "default": _POSTGRES
+        if _STORE == "postgres"
+        else {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.path.join(_TMP, "jobs.sqlite3"),
             "OPTIONS": {
@@ -78,19 +100,35 @@ def noop(job: Any, args: Noop) -> None:
     return None
 
 
+_STORES: dict[str, Any] = {
+    "memory": "memory",
+    "sqlite": {"database": "default"},
+    "postgres": {"database": "default"},
+    "redis": {"redis": "jobs"},
+}
+
+
 def configure(store: str, metrics: bool, mode: str = "runtime") -> None:
     settings.ANOLE_JOBS = {
-        "STORE": "memory" if store == "memory" else {"database": "default"},
+        "STORE": _STORES[store],
+        "KEY_PREFIX": _REDIS_PREFIX,
         "RUN": "manual" if mode == "step" else "auto",
         "QUEUES": {"default": {"concurrency": 10}},
         "METRICS": metrics,
     }
     conf.reset()  # a new service (memory: a new, empty store)
-    if store == "sqlite":
+    if store in ("sqlite", "postgres"):
         from django.db import connection
 
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM anole_jobs_job")
+    if store == "redis":
+        import redis
+
+        client = redis.Redis.from_url(_REDIS_URL)
+        keys = list(client.scan_iter(f"{_REDIS_PREFIX}*", count=1000))
+        for i in range(0, len(keys), 1000):
+            client.delete(*keys[i : i + 1000])
 
 
 def callgrind(command: str) -> None:
@@ -140,7 +178,7 @@ def line_formatter(pattern: str) -> logging.Formatter:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument("--store", choices=tuple(_STORES), default="memory")
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--metrics", choices=("on", "off"), default="on")
@@ -160,7 +198,19 @@ def main() -> None:
     handler.setFormatter(line_formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     package.setLevel(logging.INFO if options.log == "info" else logging.WARNING)
     package.addHandler(handler)
-    if options.store == "sqlite":
+    if options.store == "postgres":
+        import psycopg
+
+        with psycopg.connect(
+            dbname="postgres",
+            user=_POSTGRES["USER"],
+            host=_POSTGRES["HOST"],
+            port=_POSTGRES["PORT"],
+            autocommit=True,
+        ) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{_POSTGRES["NAME"]}"')
+            admin.execute(f'CREATE DATABASE "{_POSTGRES["NAME"]}"')
+    if options.store in ("sqlite", "postgres"):
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)

@@ -48,3 +48,19 @@ class Deps:
 @jobs.handler(Deps)
 def deps(job: Job, args: Deps) -> None:
     job.dependency_results()
+
+
+@kind("bench.http", attempts=3)
+@dataclass
+class HttpCall:
+    """An async job that awaits one HTTP call to `url` (``HOST:PORT``, the bench's slow local
+    server) through a pool of connections the process's event loop keeps for every job."""
+
+    url: str = ""
+
+
+@jobs.handler(HttpCall)
+async def http_call(job: Job, args: HttpCall) -> None:
+    from bench.slow_http import pool
+
+    await pool(args.url).get()

@@ -7,6 +7,8 @@
     ANOLE_BENCH_PG_DB    the PostgreSQL database (created and dropped by the bench)
     ANOLE_BENCH_PREFIX   the Redis KEY_PREFIX (its keys are deleted after)
     ANOLE_BENCH_NOTIFY   1 (default) | 0: ANOLE_JOBS["NOTIFY"]
+    ANOLE_BENCH_POOL_SIZE  ANOLE_JOBS["POOL_SIZE"] (default: the app's, 2; 0: a connection
+                         per runtime thread, as before the shared sessions)
     ANOLE_BENCH_SQLITE_SYNC  a PRAGMA synchronous value (e.g. NORMAL); default: SQLite's own
     ANOLE_BENCH_PG_SYNC_COMMIT  synchronous_commit for the bench's PostgreSQL sessions (e.g.
                          off: measures what the commit flush costs); default: the server's
@@ -92,5 +94,10 @@ ANOLE_JOBS = {
     "QUEUES": {"default": {"concurrency": 10}},
     "KEY_PREFIX": PREFIX,
     "NOTIFY": NOTIFY,
+    **(
+        {"POOL_SIZE": int(os.environ["ANOLE_BENCH_POOL_SIZE"])}
+        if os.environ.get("ANOLE_BENCH_POOL_SIZE")
+        else {}
+    ),
 }
 LOGGING_CONFIG = None

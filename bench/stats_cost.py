@@ -30,6 +30,7 @@ from django.db import connections  # noqa: E402
 from anole_jobs.conf import parse  # noqa: E402
 from anole_jobs.stores.database import open_database_store  # noqa: E402
 from anole_jobs.stores.database.ddl import stat_table  # noqa: E402
+from bench.common import scratch_postgres  # noqa: E402
 from bench.schema_switches import stat_trigger  # noqa: E402
 
 
@@ -77,23 +78,9 @@ def main() -> int:
     parser.add_argument("--no-sync", action="store_true", help="commits do not wait for disk")
     options = parser.parse_args()
     stores = [s.strip() for s in options.store.split(",") if s.strip()]
-    if "postgres" in stores:
-        import psycopg
-
-        with psycopg.connect(dbname="postgres", host="127.0.0.1", user="postgres") as admin:
-            admin.autocommit = True
-            admin.execute(f'CREATE DATABASE "{counts_cost.PG_DATABASE}"')
-    try:
+    with scratch_postgres("postgres" in stores, counts_cost.PG_DATABASE):
         for name in stores:
             measure(name, options.rounds, options.jobs)
-    finally:
-        connections.close_all()
-        if "postgres" in stores:
-            import psycopg
-
-            with psycopg.connect(dbname="postgres", host="127.0.0.1", user="postgres") as admin:
-                admin.autocommit = True
-                admin.execute(f'DROP DATABASE IF EXISTS "{counts_cost.PG_DATABASE}" WITH (FORCE)')
     return 0
 
 

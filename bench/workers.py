@@ -68,6 +68,7 @@ class RunjobsWorker:
             "--log-level",
             "INFO",
             *self.args,
+            *os.environ.get("ANOLE_BENCH_RUNJOBS_ARGS", "").split(),
         ]
         self.proc = subprocess.Popen(
             cmd,
@@ -164,11 +165,19 @@ class RunjobsWorker:
     def diagnostics(self, since: float, until: float) -> dict[str, Any]:
         from bench.diag import summarise
 
-        try:
-            events = json.loads(Path(self.diag_path).read_text())
-        except (OSError, ValueError) as exc:
-            return {"error": repr(exc)}
-        return summarise(events, since, until)
+        # The worker writes its calls every fraction of a second: wait for a write made
+        # after `until`, so the calls of the run's end are in it.
+        deadline = time.time() + 5
+        while True:
+            try:
+                written = json.loads(Path(self.diag_path).read_text())
+            except (OSError, ValueError) as exc:
+                written = {"at": 0.0, "error": repr(exc)}
+            if written["at"] > until:
+                return summarise(written["events"], since, until)
+            if time.time() > deadline:
+                return {"error": written.get("error", "no write of the calls after the run")}
+            time.sleep(0.05)
 
 
 class InProcessWorker:
@@ -176,8 +185,9 @@ class InProcessWorker:
 
     pid = None  # the workers run in the bench process
 
-    def __init__(self, bench: Bench) -> None:
+    def __init__(self, bench: Bench, *, concurrency: int = CONCURRENCY) -> None:
         self.bench = bench
+        self.concurrency = concurrency
         self.override: Any = None
 
     def start(self, deadline: Deadline) -> None:
@@ -186,7 +196,7 @@ class InProcessWorker:
 
         self.override = override_settings(ANOLE_JOBS={**settings.ANOLE_JOBS, "RUN": "auto"})
         self.override.enable()  # a fresh memory store, RUN="auto"
-        self.bench.jobs.start(queues=[QUEUE], concurrency=CONCURRENCY)
+        self.bench.jobs.start(queues=[QUEUE], concurrency=self.concurrency)
 
     def profile_start(self) -> None:
         pass
@@ -210,5 +220,9 @@ class InProcessWorker:
 Worker = RunjobsWorker | InProcessWorker
 
 
-def worker_for(bench: Bench) -> Worker:
-    return InProcessWorker(bench) if bench.store == "memory" else RunjobsWorker(bench)
+def worker_for(bench: Bench, concurrency: int = CONCURRENCY) -> Worker:
+    if bench.store == "memory":
+        return InProcessWorker(bench, concurrency=concurrency)
+    if concurrency != CONCURRENCY:
+        return RunjobsWorker(bench, args=("--concurrency", str(concurrency)))
+    return RunjobsWorker(bench)

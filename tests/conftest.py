@@ -1,10 +1,10 @@
 """Shared fixtures: the store matrix and the fake clock; the services tests need; the tiers.
 
 Services. Every contract test runs once per store: memory, SQLite (a file), PostgreSQL and
-Redis. A test marked ``needs("postgres")``, ``needs("redis")`` or ``needs("chromium")`` (the
-dashboard's browser test) is skipped with the reason when that service is absent, unless
-`ANOLE_TEST_REQUIRE` names it (comma-separated: "postgres,redis,chromium"), in which case the
-run fails instead.
+Redis. A test marked ``needs("postgres")``, ``needs("redis")``, ``needs("chromium")`` (the
+dashboard's browser test) or ``needs("pgbouncer")`` (PgBouncer in front of PostgreSQL) is
+skipped with the reason when that service is absent, unless `ANOLE_TEST_REQUIRE` names it
+(comma-separated: "postgres,redis,chromium,pgbouncer"), in which case the run fails instead.
 
 Tiers. The default run (`make test`) is the core suite. The slow tiers — ``chaos`` (real
 processes killed and stores cut off), ``e2e`` (real `runjobs` processes started, signalled and
@@ -35,7 +35,7 @@ from anole_jobs.testing import FakeClock
 REQUIRED = {
     name.strip() for name in os.environ.get("ANOLE_TEST_REQUIRE", "").split(",") if name.strip()
 }
-SERVICES = ("postgres", "redis", "chromium")
+SERVICES = ("postgres", "redis", "chromium", "pgbouncer")
 #: The browser the dashboard's browser test drives (Debian's package; no Playwright download).
 CHROMIUM = os.environ.get("ANOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 #: The slow tiers, each a marker, and what each holds.
@@ -90,7 +90,18 @@ def _probe_chromium() -> str | None:
     return None
 
 
-_PROBES = {"postgres": _probe_postgres, "redis": _probe_redis, "chromium": _probe_chromium}
+def _probe_pgbouncer() -> str | None:
+    from tests.support.pgbouncer import pgbouncer_unavailable
+
+    return _probe_postgres() or pgbouncer_unavailable()
+
+
+_PROBES = {
+    "postgres": _probe_postgres,
+    "redis": _probe_redis,
+    "chromium": _probe_chromium,
+    "pgbouncer": _probe_pgbouncer,
+}
 
 
 def unavailable(service: str) -> str | None:

@@ -67,6 +67,27 @@ DATABASES = {
         "TEST": {"NAME": f"anole_test_{RUN_ID}"},
     },
 }
+
+
+def _free_port() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+# `pgb`: the same test database as `pg`, through a PgBouncer in transaction pooling mode that
+# tests/contract/test_pgbouncer.py starts on this port (nothing listens there otherwise).
+PGBOUNCER_PORT = os.environ.get("ANOLE_TEST_PGBOUNCER_PORT") or _free_port()
+os.environ["ANOLE_TEST_PGBOUNCER_PORT"] = PGBOUNCER_PORT
+_PGB: dict[str, object] = {
+    **DATABASES["pg"],
+    "PORT": PGBOUNCER_PORT,
+    "DISABLE_SERVER_SIDE_CURSORS": True,
+    "TEST": {"MIRROR": "pg"},
+}
+DATABASES["pgb"] = _PGB  # type: ignore[assignment]
 REDIS_TEST_URL = os.environ.get("ANOLE_TEST_REDIS", "redis://127.0.0.1:6379/0")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},

@@ -75,7 +75,14 @@ PAGES: tuple[Page, ...] = (
     Page("workflow", "workflows/{workflow}/", "import feed 42"),
     Page("cron", "cron/", "nightly-report"),
     Page("stats", "stats/", "Run time"),
+    Page("stats-month", "stats/?period=month&queue=reports", "the last 30 days:"),
     Page("workers", "workers/", "media.transcode"),
+    Page("errors", "errors/", "card declined for invoice N"),
+    Page("kinds", "kinds/", "media.transcode"),
+    Page("queue", "queues/mail/", "Change the limits"),
+    Page("workflows", "workflows/", "import feed 42"),
+    Page("confirm-delete", "jobs/{failed}/delete", "cannot be undone"),
+    Page("audit", "audit/", "queue reports"),
 )
 
 

@@ -14,6 +14,8 @@ from typing import Any
 from anole_jobs.admin_api import workers
 from anole_jobs.admin_api.routes import COMMON_STATUSES, ROUTES, WRONG_METHOD, Param, Route
 from anole_jobs.core import STATES
+from anole_jobs.operations.stats import PERIODS
+from anole_jobs.timeline import OUTCOMES
 
 _TIME = {"type": ["string", "null"], "format": "date-time"}
 _STATE = {"type": "string", "enum": list(STATES)}
@@ -63,7 +65,86 @@ SCHEMAS: dict[str, Any] = {
                 "description": "A completed job's result: its handler's JSON return value "
                 "(null before completion, when it returned None, or when it ended otherwise)"
             },
+            "waiting": {
+                "description": "GET /jobs/<id> only: why the job waits (null when it runs or "
+                "has finished): `reason` (scheduled, retry_backoff, queue_paused, "
+                "concurrency_limit, rate_limit, sequence, dependencies, signal, debounce, "
+                "no_worker, ready), `detail` for a person, `until` when known",
+                "type": ["object", "null"],
+                "properties": {
+                    "reason": {"type": "string"},
+                    "detail": {"type": "string"},
+                    "until": _TIME,
+                },
+            },
         },
+    },
+    "JobDetail": {
+        "description": "One job with its timeline (docs/timeline.md): what GET /jobs/{job_id} "
+        "answers. Lists of jobs leave the timeline out.",
+        "allOf": [
+            {"$ref": "#/components/schemas/Job"},
+            {
+                "type": "object",
+                "required": ["steps", "progress", "logs", "attempts"],
+                "properties": {
+                    "steps": {
+                        "type": "object",
+                        "description": "Durable steps by name, in the order recorded",
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {
+                                "result": {},
+                                "at": {"type": "string", "format": "date-time"},
+                            },
+                        },
+                    },
+                    "progress": {
+                        "type": ["object", "null"],
+                        "description": "The handler's last job.progress report (null: none)",
+                        "properties": {
+                            "done": {"type": "number"},
+                            "total": {"type": ["number", "null"]},
+                            "message": {"type": ["string", "null"]},
+                            "at": {"type": "string", "format": "date-time"},
+                        },
+                    },
+                    "logs": {
+                        "type": "array",
+                        "description": "The handlers' log records of level INFO and above, "
+                        "oldest first, the newest JOB_LOG_LINES kept",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "attempt": {"type": "integer"},
+                                "at": {"type": "string", "format": "date-time"},
+                                "level": {"type": "string"},
+                                "logger": {"type": "string"},
+                                "message": {"type": "string"},
+                            },
+                        },
+                    },
+                    "attempts": {
+                        "type": "array",
+                        "description": "One entry per attempt, oldest first; a running job's "
+                        "last is the attempt running now (finished_at and outcome null)",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "attempt": {"type": "integer"},
+                                "worker": {"type": ["string", "null"]},
+                                "started_at": _TIME,
+                                "finished_at": _TIME,
+                                "outcome": {
+                                    "type": ["string", "null"],
+                                    "enum": [*OUTCOMES, None],
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        ],
     },
     "Workflow": {
         "type": "object",
@@ -154,6 +235,16 @@ SCHEMAS: dict[str, Any] = {
             "cron": {"type": "array", "items": {"$ref": "#/components/schemas/CronEntry"}}
         },
     },
+    "SignalStored": {
+        "type": "object",
+        "properties": {
+            "stored": {
+                "type": "boolean",
+                "description": "False: the job already had a signal of this name, or finished.",
+            }
+        },
+    },
+    "SignalPayload": {"description": "The signal's payload: any JSON value (none: null)."},
     "Enqueued": {
         "type": "object",
         "properties": {"id": {"type": "integer"}, "inserted": {"type": "boolean"}},
@@ -169,6 +260,10 @@ SCHEMAS: dict[str, Any] = {
             "held": {
                 "type": "integer",
                 "description": "Available jobs the queue's limits hold back now.",
+            },
+            "oldest_available": {
+                **_TIME,
+                "description": "When its oldest available job became available (null: none).",
             },
         },
     },
@@ -254,7 +349,7 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["period", "resolution", "since", "until", "overall", "queues"],
         "properties": {
-            "period": {"type": "string", "enum": ["hour", "day"]},
+            "period": {"type": "string", "enum": list(PERIODS)},
             "resolution": {"type": "string", "enum": ["minute", "hour"]},
             "since": {"type": "string", "format": "date-time"},
             "until": {"type": "string", "format": "date-time"},

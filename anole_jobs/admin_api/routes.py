@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID, STATES
+from anole_jobs.operations.stats import DEFAULT_PERIOD, PERIODS
 
 #: Statuses every operation may answer: not logged in, not permitted, store unreachable.
 COMMON_STATUSES = (401, 403, 503)
@@ -85,6 +86,13 @@ JOB_ID = Param(
     schema={"type": "integer", "minimum": 1, "maximum": MAX_JOB_ID},
     required=True,
 )
+SIGNAL_NAME = Param(
+    name="name",
+    location="path",
+    description="The signal's name: 1 to 200 characters (another answers 400).",
+    schema={"type": "string", "minLength": 1, "maxLength": 200},
+    required=True,
+)
 CRON_NAME = Param(
     name="name",
     location="path",
@@ -102,6 +110,34 @@ QUEUE_NAME = Param(
     ),
     schema={"type": "string", "minLength": 1, "maxLength": 200},
     required=True,
+)
+WORKER_ID = Param(
+    name="worker_id",
+    location="path",
+    description="The worker's id (`host:pid:random`, as `GET /workers` lists it); a worker "
+    "not alive answers 404.",
+    schema={"type": "string", "minLength": 1},
+    required=True,
+)
+AUDIT_PARAMS = (
+    Param(
+        name="action",
+        location="query",
+        description="Only entries of this action (retry, delete, worker_stop ...).",
+        schema={"type": "string", "minLength": 1},
+    ),
+    Param(
+        name="limit",
+        location="query",
+        description="Entries per page (default 100, at most 500).",
+        schema={"type": "integer", "minimum": 1, "default": 100},
+    ),
+    Param(
+        name="before",
+        location="query",
+        description="The `next_before` of the previous page: only older entries.",
+        schema={"type": "integer", "minimum": 1},
+    ),
 )
 LIST_FILTERS = (
     Param(
@@ -153,9 +189,9 @@ STATS_PARAMS = (
     Param(
         name="period",
         location="query",
-        description="`hour`: one point per minute over the last hour (the default); `day`: "
-        "one point per hour over the last day.",
-        schema={"type": "string", "enum": ["hour", "day"], "default": "hour"},
+        description="`hour`: one point per minute over the last hour (the default); `day`, "
+        "`week`, `month`: one point per hour over the last day, 7 days or 30 days.",
+        schema={"type": "string", "enum": list(PERIODS), "default": DEFAULT_PERIOD},
     ),
 )
 
@@ -287,7 +323,11 @@ ROUTES: tuple[Route, ...] = (
         params=(JOB_ID,),
         operations=(
             Operation(
-                method="GET", handler="get_job", summary="One job", body="Job", errors=(404,)
+                method="GET",
+                handler="get_job",
+                summary="One job, with its timeline",
+                body="JobDetail",
+                errors=(404,),
             ),
             Operation(
                 method="DELETE",
@@ -309,6 +349,21 @@ ROUTES: tuple[Route, ...] = (
                 summary="Make a job available now (a running worker's later writes are fenced)",
                 body="Job",
                 errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="jobs/<str:job_id>/signals/<anole_name:name>",
+        name="job-signal",
+        params=(JOB_ID, SIGNAL_NAME),
+        operations=(
+            Operation(
+                method="POST",
+                handler="signal_job",
+                summary="Send a signal to a job (a job waiting for it wakes at once)",
+                body="SignalStored",
+                errors=(400, 404),
+                request_body="SignalPayload",
             ),
         ),
     ),
@@ -432,6 +487,51 @@ ROUTES: tuple[Route, ...] = (
                 summary="The worker processes alive now, what each runs, and queues no "
                 "worker serves",
                 body="WorkerList",
+            ),
+        ),
+    ),
+    Route(
+        path="workers/<path:worker_id>/quiet",
+        name="worker-quiet",
+        params=(WORKER_ID,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="quiet_worker",
+                summary="Ask one worker process to claim nothing more and finish its running "
+                "jobs (within about a second); recorded in the audit log",
+                body="WorkerControlAnswer",
+                errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="workers/<path:worker_id>/stop",
+        name="worker-stop",
+        params=(WORKER_ID,),
+        operations=(
+            Operation(
+                method="POST",
+                handler="stop_worker",
+                summary="Ask one worker process to drain and exit, as SIGTERM does (within "
+                "about a second); recorded in the audit log",
+                body="WorkerControlAnswer",
+                errors=(404,),
+            ),
+        ),
+    ),
+    Route(
+        path="audit",
+        name="audit",
+        operations=(
+            Operation(
+                method="GET",
+                handler="list_audit",
+                summary="The operators' actions (who, what, which target, when, from which "
+                "surface), newest first",
+                body="AuditList",
+                errors=(400,),
+                query=AUDIT_PARAMS,
             ),
         ),
     ),

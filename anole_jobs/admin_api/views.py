@@ -25,11 +25,11 @@ from anole_jobs.admin_api import bulk_views, openapi, workers
 from anole_jobs.admin_api.routes import FALLBACK, WRONG_METHOD, Route
 from anole_jobs.api import jobs
 from anole_jobs.limits import KEEP
-from anole_jobs.operations import actions, payloads, workflows
+from anole_jobs.operations import actions, audit, payloads, workflows
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.ids import parse_job_id
 from anole_jobs.operations.listing import fetch_page, parse_listing
-from anole_jobs.operations.permissions import Access, access
+from anole_jobs.operations.permissions import Access, access, may, refusal
 from anole_jobs.operations.problems import (
     EXPECTED,
     BadInput,
@@ -62,7 +62,9 @@ def list_jobs(request: HttpRequest) -> Answer:
 
 
 def get_job(request: HttpRequest, job_id: str) -> Answer:
-    return 200, payloads.job(actions.get(parse_job_id(job_id)))
+    wanted = parse_job_id(job_id)
+    record = actions.get(wanted)
+    return 200, payloads.job_detail(record, actions.why(wanted))
 
 
 def delete_job(request: HttpRequest, job_id: str) -> Answer:
@@ -72,6 +74,21 @@ def delete_job(request: HttpRequest, job_id: str) -> Answer:
 
 def retry_job(request: HttpRequest, job_id: str) -> Answer:
     return 200, payloads.job(actions.retry(parse_job_id(job_id)).record)
+
+
+def signal_job(request: HttpRequest, job_id: str, name: str) -> Answer:
+    """The body is the payload (JSON; none, or an empty form: null). 200 ``{"stored": bool}``."""
+    form = request.content_type in ("multipart/form-data", "application/x-www-form-urlencoded")
+    if form and request.POST:
+        raise BadInput("body", "the body must be JSON (the signal's payload), not a form")
+    if not form and request.body:
+        try:
+            payload = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise BadInput("body", "the body must be JSON: the signal's payload") from None
+    else:
+        payload = None
+    return 200, {"stored": actions.signal(parse_job_id(job_id), name, payload)}
 
 
 def cancel_job(request: HttpRequest, job_id: str) -> Answer:
@@ -184,6 +201,7 @@ HANDLERS: dict[str, Handler] = {
         get_job,
         delete_job,
         retry_job,
+        signal_job,
         cancel_job,
         get_counts,
         get_stats,
@@ -197,6 +215,9 @@ HANDLERS: dict[str, Handler] = {
         set_queue_limits,
         openapi_document,
         workers.list_workers,
+        workers.quiet_worker,
+        workers.stop_worker,
+        workers.list_audit,
     )
 }
 HANDLERS.update(bulk_views.HANDLERS)  # bulk actions: their own module
@@ -248,6 +269,18 @@ def _guarded(request: HttpRequest, call: Callable[[], Answer]) -> HttpResponse:
         return problem_response(problem)
 
 
+#: Handlers that need the delete permission (the others that write need the change one).
+DELETING = frozenset({"delete_job", "bulk_action"})
+
+
+def need_of(method: str, handler: str) -> str:
+    """What an operation needs (`permissions.NEEDS`): reads "view", deletes and bulk actions
+    "delete", every other write "change"."""
+    if method == "GET":
+        return "view"
+    return "delete" if handler in DELETING else "change"
+
+
 def endpoint(route: Route) -> Callable[..., HttpResponse]:
     """The Django view of `route`."""
     allow = ", ".join(route.methods)
@@ -261,8 +294,12 @@ def endpoint(route: Route) -> Callable[..., HttpResponse]:
                 raise _Answered(
                     WRONG_METHOD, "method_not_allowed", f"{method} is not allowed here; use {allow}"
                 )
+            need = need_of(operation.method, operation.handler)
+            if not may(request, need):
+                raise _Answered(403, "permission_denied", refusal(need))
             handler: Handler = HANDLERS[operation.handler]
-            return handler(request, **kwargs)
+            with audit.acting(audit.actor_of(request), "route"):
+                return handler(request, **kwargs)
 
         response = _guarded(request, call)
         if response.status_code == WRONG_METHOD:

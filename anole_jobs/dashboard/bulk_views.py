@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from anole_jobs.dashboard.pages import dashboard_view
+from anole_jobs.dashboard.pages import confirm_page, dashboard_view
 from anole_jobs.dashboard.render import messages_on, render
 from anole_jobs.operations import bulk
 from anole_jobs.operations.bulk import LABELS, RULES
@@ -72,3 +72,48 @@ def bulk_action(request: HttpRequest, action: str) -> HttpResponse:
         return HttpResponseRedirect(back)
     notice = f"bulk_{verb}" if outcome.done else "unchanged"
     return HttpResponseRedirect(back + ("&" if filters else "") + urlencode({"notice": notice}))
+
+
+def _back(text: str) -> str:
+    """The jobs list to go back to: its query string only (never another site)."""
+    jobs_url = reverse("anole_jobs:dashboard:jobs")
+    return jobs_url + text if text.startswith("?") and "\\" not in text else jobs_url
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@dashboard_view
+def chosen_action(request: HttpRequest) -> HttpResponse:
+    """The jobs list's selection: GET ``chosen?action=retry&id=1&id=2`` asks (the list's
+    form, no script needed), POST acts on those jobs and goes back to the list."""
+    source = request.POST if request.method == "POST" else request.GET
+    chosen = _action(source.get("action", ""))
+    ids = bulk.parse_chosen(source.getlist("id"))
+    back = _back(source.get("back", ""))
+    if request.method != "POST":
+        shown = ", ".join(str(job_id) for job_id in ids[:20])
+        if len(ids) > 20:
+            shown += f" and {len(ids) - 20} more"
+        return confirm_page(
+            request,
+            question=f"{LABELS[chosen]} {len(ids)} chosen job{'s' if len(ids) != 1 else ''}?",
+            explanation=[f"Jobs {shown}.", RULES[chosen]],
+            button=f"{LABELS[chosen]} {len(ids)} chosen",
+            danger=chosen != "retry",
+            back=back,
+            back_label="Back to the jobs",
+            section="jobs",
+            fields=[
+                ("action", chosen),
+                ("back", source.get("back", "")),
+                *(("id", str(job_id)) for job_id in ids),
+            ],
+        )
+    outcome = bulk.act_on_chosen(chosen, ids)
+    text = f"{outcome.done} of {outcome.matched} chosen jobs {bulk.PAST_TENSE[chosen]}."
+    if messages_on(request):
+        messages.add_message(request, messages.SUCCESS if outcome.done else messages.WARNING, text)
+        return HttpResponseRedirect(back)
+    notice = f"bulk_{bulk.PAST_TENSE[chosen]}" if outcome.done else "unchanged"
+    return HttpResponseRedirect(
+        back + ("&" if "?" in back else "?") + urlencode({"notice": notice})
+    )

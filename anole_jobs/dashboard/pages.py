@@ -18,7 +18,8 @@ from django.urls import reverse
 
 from anole_jobs.dashboard.access import refuse
 from anole_jobs.dashboard.render import messages_on, render
-from anole_jobs.operations.permissions import Access, access
+from anole_jobs.operations import audit
+from anole_jobs.operations.permissions import Access, access, may, refusal
 from anole_jobs.operations.problems import EXPECTED, Problem, problem_of
 
 #: How often a live page fetches its table again, in seconds (while its tab is visible).
@@ -31,6 +32,7 @@ NOTICES = {
     "deleted": "The job was deleted.",
     "paused": "The queue is paused: no worker claims its jobs until it is resumed.",
     "resumed": "The queue was resumed.",
+    "limits": "The queue's limits were changed; workers use them at their next claim.",
     "triggered": "The cron entry's job was enqueued.",
     "unchanged": "Nothing changed: the job or queue already was as asked.",
     "workflow_cancelled": "Every step of the workflow that had not ended was cancelled.",
@@ -38,8 +40,18 @@ NOTICES = {
     "bulk_retried": "The matching jobs were made available again.",
     "bulk_cancelled": "The matching jobs were cancelled.",
     "bulk_deleted": "The matching jobs were deleted.",
+    "worker_quiet": "The worker was asked to quiet: within a second it claims nothing more; "
+    "its running jobs finish.",
+    "worker_stop": "The worker was asked to stop: within a second it drains and exits.",
 }
-HEADINGS = {400: "Cannot do that", 404: "Not found", 503: "The jobs store did not answer"}
+#: The pages whose POST deletes or acts in bulk (they need the delete permission).
+DELETING_PAGES = frozenset({"delete", "bulk", "chosen"})
+HEADINGS = {
+    403: "Not allowed",
+    400: "Cannot do that",
+    404: "Not found",
+    503: "The jobs store did not answer",
+}
 
 View = Callable[..., HttpResponseBase]
 
@@ -61,6 +73,43 @@ def problem_page(request: HttpRequest, problem: Problem) -> HttpResponse:
     return response
 
 
+def confirm_page(
+    request: HttpRequest,
+    *,
+    question: str,
+    explanation: list[str],
+    button: str,
+    back: str,
+    back_label: str,
+    section: str,
+    danger: bool = False,
+    fields: list[tuple[str, str]] | None = None,
+) -> HttpResponse:
+    """What a GET on an action's URL answers: the question, and a form that posts to the same
+    URL (under CSRF protection). A button that should ask first is a GET form to its action's
+    URL, so it asks with scripts off too; an anonymous POST that comes back after signing in
+    lands here rather than on a blank 405."""
+    return render(
+        request,
+        "confirm.html",
+        {
+            "title": question,
+            "section": section,
+            "question": question,
+            "explanation": explanation,
+            "button": button,
+            "back": back,
+            "back_label": back_label,
+            "danger": danger,
+            "fields": fields or [],
+        },
+    )
+
+
+def page_url(name: str, *args: Any) -> str:
+    return reverse(f"anole_jobs:dashboard:{name}", args=args)
+
+
 def dashboard_view(view: View) -> View:
     """Permission first, then the view, with every expected failure (an outage while the
     permission reads the user included) shown as a page."""
@@ -71,7 +120,16 @@ def dashboard_view(view: View) -> View:
             decided = access(request)
             if decided is not Access.ALLOWED:
                 return refuse(request, decided)
-            return view(request, *args, **kwargs)
+            if request.method == "POST":
+                match = request.resolver_match
+                need = "delete" if match and match.url_name in DELETING_PAGES else "change"
+                if not may(request, need):
+                    return problem_page(
+                        request,
+                        Problem(status=403, code="permission_denied", message=refusal(need)),
+                    )
+            with audit.acting(audit.actor_of(request), "dashboard"):
+                return view(request, *args, **kwargs)
         except EXPECTED as exc:
             problem = problem_of(exc)
             if problem is None:

@@ -86,5 +86,30 @@ def render_partial(request: HttpRequest, template: str, context: dict[str, Any])
 
 
 @functools.cache
+def content_engine() -> Engine:
+    """The engine of a whole page's refresh: ``base.html`` is the content block alone."""
+    return Engine(
+        dirs=[str(TEMPLATES / "partial"), str(TEMPLATES)],
+        libraries={},
+        builtins=["anole_jobs.dashboard.tags"],
+        autoescape=True,
+    )
+
+
+def render_live(
+    request: HttpRequest, template: str, context: dict[str, Any], *, live: bool, refresh: int
+) -> HttpResponse:
+    """A page that refreshes itself whole while `live` (what it shows can still change): the
+    page, or, for its refresh (``?partial=1``), its content only."""
+    context = {**context, "live_page": live, "refresh": refresh}
+    if request.GET.get("partial") == "1":
+        html = content_engine().get_template(template).render(Context(_values(request, context)))
+        response = _respond(html, 200)
+        response[PARTIAL_HEADER] = "1"
+        return response
+    return render(request, template, context)
+
+
+@functools.cache
 def live_script() -> bytes:
     return (TEMPLATES / "live.js").read_bytes()

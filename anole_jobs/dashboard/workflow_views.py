@@ -9,11 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
-from anole_jobs.dashboard.pages import dashboard_view, notice_of, redirect
-from anole_jobs.dashboard.render import render
-from anole_jobs.operations import workflows
+from anole_jobs.dashboard.pages import (
+    REFRESH_SECONDS,
+    confirm_page,
+    dashboard_view,
+    notice_of,
+    page_url,
+    redirect,
+)
+from anole_jobs.dashboard.render import render_live
+from anole_jobs.operations import insights, workflows
 from anole_jobs.workflows import WorkflowRecord
 
 #: The most steps drawn as a graph (the table lists them all).
@@ -78,7 +85,7 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
         }
         for name, step in record.steps.items()
     ]
-    return render(
+    return render_live(
         request,
         "workflow.html",
         {
@@ -91,12 +98,61 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
             "can_cancel": record.state == "running",
             "notice": notice_of(request),
         },
+        live=record.state == "running",
+        refresh=REFRESH_SECONDS,
     )
 
 
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 @dashboard_view
 def workflow_cancel(request: HttpRequest, workflow_id: str) -> HttpResponse:
+    if request.method != "POST":
+        record = workflows.get(workflow_id)
+        return confirm_page(
+            request,
+            question=f"Cancel workflow {record.name}?",
+            explanation=[
+                f"Every step of workflow {record.name} ({record.id}) that has not ended is "
+                "cancelled; steps that ended stay as they are.",
+                "Nothing to cancel: the workflow has ended."
+                if record.state != "running"
+                else "It cannot be undone.",
+            ],
+            button="Cancel the workflow",
+            danger=True,
+            back=page_url("workflow", record.id),
+            back_label="Back to the workflow",
+            section="jobs",
+        )
     outcome = workflows.cancel(workflow_id)
     notice = "workflow_cancelled" if outcome.changed else "unchanged"
     return redirect(request, "workflow", outcome.record.id, notice=notice)
+
+
+WORKFLOW_STATES = ("running", "completed", "failed", "cancelled")
+
+
+@require_GET
+@dashboard_view
+def workflow_list(request: HttpRequest) -> HttpResponse:
+    """The workflows of the newest jobs: state, progress (steps ended of all), age."""
+    state = request.GET.get("state") or None
+    if state not in (None, *WORKFLOW_STATES):
+        state = None
+    report = insights.recent_workflows(state=state)
+    return render_live(
+        request,
+        "workflows.html",
+        {
+            "title": "Workflows",
+            "section": "workflows",
+            "rows": report.rows,
+            "looked": report.looked,
+            "more": report.more,
+            "state": state,
+            "states": WORKFLOW_STATES,
+            "shown": insights.WORKFLOWS_SHOWN,
+        },
+        live=True,
+        refresh=REFRESH_SECONDS * 2,
+    )

@@ -8,9 +8,10 @@ import threading
 from collections.abc import Collection
 from datetime import datetime, timedelta
 
-from anole_jobs import events
+from anole_jobs import events, offload
 from anole_jobs.background import health
 from anole_jobs.service import JobService
+from anole_jobs.stores.audit import AUDIT_KEEP
 from anole_jobs.stores.base import Rescued
 
 logger = logging.getLogger("anole_jobs.maintenance")
@@ -60,7 +61,21 @@ class Pruner:
     def run_once(self, now: datetime) -> int:
         # Records of worker processes that died without removing theirs go with the jobs.
         self.service.store.prune_workers(now=now)
-        pruned = self.service.store.prune(now=now, horizons=self.service.settings.prune)
+        # The operators' audit log is kept for AUDIT_KEEP (30 days).
+        self.service.store.prune_audit(before=now - AUDIT_KEEP)
+        horizons = self.service.settings.prune
+        doomed = []
+        if self.service.settings.offload is not None:
+            # Their offloaded files go with them (docs/offload.md).
+            doomed = [
+                r
+                for r in self.service.store.expired(now=now, horizons=horizons)
+                if offload.is_ref(r.args) or offload.is_ref(r.result)
+            ]
+        pruned = self.service.store.prune(now=now, horizons=horizons)
+        if doomed:
+            store = self.service.store
+            self.service.delete_offloaded(r for r in doomed if store.get(r.id) is None)
         if pruned:
             self.service.bus.emit(events.PRUNED, count=pruned)
             logger.info("pruned %d finished jobs", pruned)
@@ -89,7 +104,19 @@ class QueuedGauge:
         counts = self.service.store.queued_counts(list(self.service.settings.queues))
         self.service.bus.emit(events.QUEUED_GAUGE, counts=counts)
         self._held(now)
+        self._latency(now)
         return counts
+
+    def _latency(self, now: datetime) -> None:
+        """The ``anole_jobs_queue_latency_seconds`` gauge: per configured queue, how long its
+        oldest available job has waited (0 when it has none), for autoscalers."""
+        queues = list(self.service.settings.queues)
+        oldest = self.service.store.oldest_available(queues)
+        latency = {
+            queue: max(0.0, (now - oldest[queue]).total_seconds()) if queue in oldest else 0.0
+            for queue in queues
+        }
+        self.service.bus.emit(events.LATENCY_GAUGE, latency=latency)
 
     def _held(self, now: datetime) -> None:
         """The ``anole_jobs_held`` gauge: jobs held back by the limits of each queue that has

@@ -1,7 +1,8 @@
 """The runtime's maintenance thread: leadership, cron, stage, rescue and prune on intervals.
 
 Stage and rescue run on every instance (rescue at least every LEASE/2, so a lapsed lease is
-back within about 1.5 x LEASE); prune, cron and the queued-jobs gauge only on the leader,
+back within about 1.5 x LEASE); prune (with the statistics' roll-up), cron and the queued-jobs
+gauge only on the leader,
 which re-checks its leadership before each duty, so a lost lock stops it at once.
 """
 
@@ -20,6 +21,7 @@ from anole_jobs.maintenance.duties import (
     Stager,
     UnhandledKinds,
 )
+from anole_jobs.maintenance.history import StatsHistory
 from anole_jobs.service import JobService
 
 logger = logging.getLogger("anole_jobs.maintenance")
@@ -40,6 +42,7 @@ class MaintenanceLoop(BackgroundThread):
         self.stager = Stager(service)
         self.rescuer = Rescuer(service)
         self.pruner = Pruner(service)
+        self.history = StatsHistory(service)
         self.unhandled = UnhandledKinds(service)
         lease = service.settings.lease.total_seconds()
         self.tick = min(STAGE_INTERVAL, lease / 3)
@@ -69,6 +72,8 @@ class MaintenanceLoop(BackgroundThread):
             if rescued:
                 service.store.wake({job.queue for job in rescued if job.state == "available"})
         if self._due("prune", PRUNE_INTERVAL) and self.leadership.run_once(service.clock()):
+            # The statistics' history first: an hour is rolled up before its minutes go.
+            self.history.run_once(service.clock())
             self.pruner.run_once(service.clock())
         if leader:
             self.gauge.run_once(service.clock())

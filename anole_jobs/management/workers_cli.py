@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from anole_jobs.management.text import Output, relative, table
-from anole_jobs.operations import payloads
-from anole_jobs.operations.workers import Overview, overview
+from anole_jobs.operations import audit, payloads
+from anole_jobs.operations.workers import Overview, control, overview
 
 HELP = "the worker processes alive now and the jobs each holds"
 
@@ -38,11 +38,23 @@ def human(view: Overview) -> str:
                     record.held,
                     relative(record.started_at, now),
                     relative(record.last_seen, now) + (" LATE" if status.late else ""),
+                    _control(record.control),
                     queues,
                 )
             )
         text = table(
-            ("WORKER", "HOST", "PID", "VERSION", "BUSY", "HELD", "STARTED", "SEEN", "QUEUES"),
+            (
+                "WORKER",
+                "HOST",
+                "PID",
+                "VERSION",
+                "BUSY",
+                "HELD",
+                "STARTED",
+                "SEEN",
+                "CONTROL",
+                "QUEUES",
+            ),
             rows,
         )
         lines = []
@@ -68,3 +80,56 @@ def human(view: Overview) -> str:
             view.queues_without_workers
         )
     return text
+
+
+def _control(request: Any) -> str:
+    if request is None:
+        return "-"
+    state = "stopping" if request.action == "stop" else "quiet"
+    return f"{state} (by {request.by})"
+
+
+QUIET_HELP = (
+    "ask one worker process (its id, as `jobs workers` lists it) to claim nothing more and "
+    "finish its running jobs, within about a second"
+)
+STOP_HELP = (
+    "ask one worker process (its id) to drain and exit, as SIGTERM does, within about a second"
+)
+AUDIT_HELP = "the operators' actions (who, what, which target, when, from where), newest first"
+
+
+def do_worker_control(command: Output, options: dict[str, Any], action: str) -> None:
+    worker_id = options["id"]
+    control(worker_id, action)
+    actor, surface = audit.current()
+    command.emit(
+        {"worker": worker_id, "action": action, "by": actor, "surface": surface},
+        lambda: f"asked worker {worker_id} to {action}",
+    )
+
+
+def do_audit(command: Output, options: dict[str, Any]) -> None:
+    found = audit.entries(action=options.get("action"), limit=options.get("limit") or 100)
+    next_before = found[-1].id if found and len(found) == (options.get("limit") or 100) else None
+
+    def human() -> str:
+        if not found:
+            return "no actions recorded"
+        return table(
+            ("ID", "AT", "WHO", "ACTION", "TARGET", "FROM", "DETAIL"),
+            [
+                (
+                    e.id,
+                    e.at.isoformat(timespec="seconds"),
+                    e.actor,
+                    e.action,
+                    e.target,
+                    e.surface,
+                    e.detail,
+                )
+                for e in found
+            ],
+        )
+
+    command.emit({"entries": [e.as_json() for e in found], "next_before": next_before}, human)

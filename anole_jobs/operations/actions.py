@@ -14,16 +14,18 @@ and answer success.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from anole_jobs.api import jobs
 from anole_jobs.bounds import NewQueue, close_names
 from anole_jobs.core import LIVE_STATES, JobRecord
 from anole_jobs.errors import JobNotFound
 from anole_jobs.limits import KEEP, parse_concurrency, parse_rate
+from anole_jobs.operations import audit
+from anole_jobs.operations.display import for_operators
 from anole_jobs.operations.names import parse_name
 from anole_jobs.operations.problems import BadInput, NotFound
-from anole_jobs.records import Enqueued, QueueRecord
+from anole_jobs.records import Enqueued, QueueRecord, Waiting
 
 T = TypeVar("T")
 
@@ -44,7 +46,15 @@ def get(job_id: int) -> JobRecord:
     record = jobs.get(job_id)
     if record is None:
         raise _missing(job_id)
-    return record
+    return for_operators(record)
+
+
+def why(job_id: int) -> Waiting | None:
+    """Why the job waits (`jobs.why`); None when it runs or has finished."""
+    try:
+        return jobs.why(job_id)
+    except LookupError:
+        raise _missing(job_id) from None
 
 
 def retry(job_id: int) -> Outcome[JobRecord]:
@@ -52,10 +62,24 @@ def retry(job_id: int) -> Outcome[JobRecord]:
     its unique key (the store then leaves it as it is)."""
     before = get(job_id)
     try:
-        record = jobs.retry(job_id)
+        record = for_operators(jobs.retry(job_id))
     except JobNotFound:  # deleted since `get`
         raise _missing(job_id) from None
+    audit.record("retry", f"job {job_id}", f"{before.state} -> {record.state}")
     return Outcome(record, record.state == "available" and before.state != "available")
+
+
+def signal(job_id: int, name: str, payload: Any) -> bool:
+    """Send signal `name` with `payload` to the job: whether it was stored (False: the job
+    had one of that name, or finished). A bad name or payload is `BadInput`."""
+    try:
+        stored = jobs.signal(job_id, name, payload)
+    except JobNotFound:
+        raise _missing(job_id) from None
+    except (ValueError, TypeError) as exc:
+        raise BadInput("signal", str(exc)) from None
+    audit.record("signal", f"job {job_id}", f"{name}: {'stored' if stored else 'not stored'}")
+    return stored
 
 
 def cancel(job_id: int) -> Outcome[JobRecord]:
@@ -64,11 +88,12 @@ def cancel(job_id: int) -> Outcome[JobRecord]:
     finishes between the read and the cancel is reported as it is left, unchanged.)"""
     before = get(job_id)
     try:
-        record = jobs.cancel(job_id)
+        record = for_operators(jobs.cancel(job_id))
     except JobNotFound:  # deleted since `get`
         raise _missing(job_id) from None
     # Only a live job (waiting or running) is cancelled; a finished one is left as it is.
     changed = before.state in LIVE_STATES and record.state == "cancelled"
+    audit.record("cancel", f"job {job_id}", "" if changed else "unchanged")
     return Outcome(record, changed)
 
 
@@ -76,6 +101,7 @@ def delete(job_id: int) -> Outcome[int]:
     """Delete the job whatever its state; `NotFound` when there is none."""
     if not jobs.delete(job_id):
         raise _missing(job_id)
+    audit.record("delete", f"job {job_id}")
     return Outcome(job_id, True)
 
 
@@ -85,6 +111,9 @@ def trigger(name: str) -> Outcome[Enqueued]:
         enqueued = jobs.cron_trigger(name)
     except LookupError as exc:
         raise NotFound(str(exc)) from None
+    audit.record(
+        "trigger", f"cron {name}", f"job {enqueued.id}" if enqueued.inserted else "duplicate"
+    )
     return Outcome(enqueued, enqueued.inserted)
 
 
@@ -112,7 +141,9 @@ def _queue_action(
         raise _unknown_queue(name, known, how_to_create)
     record = jobs.pause(name) if pause else jobs.resume(name)
     was_paused = before is not None and before.paused
-    return Outcome(record, record.paused != was_paused)
+    changed = record.paused != was_paused
+    audit.record("pause" if pause else "resume", f"queue {name}", "" if changed else "unchanged")
+    return Outcome(record, changed)
 
 
 def pause(
@@ -158,5 +189,11 @@ def set_limits(
         NewQueue(name),  # known to the store, or new on purpose: checked above
         global_concurrency=global_concurrency,  # type: ignore[arg-type]  # checked above
         rate_limit=rate_limit,  # type: ignore[arg-type]
+    )
+    audit.record(
+        "limits",
+        f"queue {name}",
+        f"global_concurrency={record.limits.global_concurrency}, "
+        f"rate_limit={record.limits.rate_limit}",
     )
     return Outcome(record, before is None or record.limits != before.limits)

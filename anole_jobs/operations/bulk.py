@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from anole_jobs.api import jobs
+from anole_jobs.operations import audit
+from anole_jobs.operations.ids import job_id_or_none
 from anole_jobs.operations.listing import Listing, Page, fetch_page, parse_listing
 from anole_jobs.operations.problems import BadInput
 from anole_jobs.stores.search import BULK_ACTIONS, BULK_BATCH_MAX, BulkAction
@@ -106,6 +108,7 @@ def act(action: BulkAction, listing: Listing) -> BulkOutcome:
         if ids:
             matched += len(ids)
             done += jobs.act(action, ids, state=listing.state)
+    audit.record(f"bulk_{action}", f"{matched} jobs matching a filter", f"{done} done")
     return BulkOutcome(action, matched, done)
 
 
@@ -148,3 +151,31 @@ def parse_bulk_listing(
             )
     given = {k: v for k, v in query.items() if k not in NOT_FOR_BULK}
     return check_filtered(parse_listing(given, blank_is_absent=blank_is_absent, ignore=ignore))
+
+
+#: The most jobs one action on chosen rows takes (a page of the jobs list holds fewer).
+CHOSEN_MAX = BULK_BATCH_MAX
+
+
+def parse_chosen(values: Sequence[str]) -> list[int]:
+    """The ids of the rows a person chose: whole numbers, at least one, at most
+    `CHOSEN_MAX`; duplicates once, in the order given. `BadInput` names the field."""
+    ids: dict[int, None] = {}
+    for text in values:
+        job_id = job_id_or_none(text)
+        if job_id is None:
+            raise BadInput("id", f"id must be a job id, got {text[:40]!r}", code="bad_filter")
+        ids[job_id] = None
+    if not ids:
+        raise BadInput("id", "choose at least one job", code="bad_filter")
+    if len(ids) > CHOSEN_MAX:
+        raise BadInput("id", f"choose at most {CHOSEN_MAX} jobs at once", code="bad_filter")
+    return list(ids)
+
+
+def act_on_chosen(action: BulkAction, ids: Sequence[int]) -> BulkOutcome:
+    """Apply `action` to the jobs of `ids` (those that exist and the action's rule allows)."""
+    done = jobs.act(action, ids)
+    shown = ", ".join(map(str, ids[:20])) + (" ..." if len(ids) > 20 else "")
+    audit.record(f"bulk_{action}", f"{len(ids)} chosen jobs", f"{done} done: {shown}")
+    return BulkOutcome(action, len(ids), done)

@@ -10,9 +10,11 @@ or instead of it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from anole_jobs.core import TASK_KIND
+from anole_jobs.core import TASK_KIND, JobRecord
+from anole_jobs.encryption import SHOWN, is_sealed
 
 
 def display_kind(kind: str, args: Mapping[str, Any] | Any) -> str:
@@ -22,3 +24,20 @@ def display_kind(kind: str, args: Mapping[str, Any] | Any) -> str:
         if isinstance(task, str) and task:
             return f"{TASK_KIND}: {task}"
     return kind
+
+
+def for_operators(record: JobRecord) -> JobRecord:
+    """`record` as operator surfaces show it: the args, result and step results of a job
+    stored encrypted (docs/encryption.md) as ``{"encrypted": true}``, whether or not this
+    process has the keys (the other fields are not encrypted)."""
+    sealed_steps = any(is_sealed(step.get("result")) for step in record.steps.values())
+    if not (record.encrypted or is_sealed(record.args) or is_sealed(record.result) or sealed_steps):
+        return record
+    return replace(
+        record,
+        args=dict(SHOWN),
+        result=None if record.result is None else dict(SHOWN),
+        # The steps' results are the kind's data too (stored encrypted with it).
+        steps={name: {**step, "result": dict(SHOWN)} for name, step in record.steps.items()},
+        encrypted=True,
+    )

@@ -17,6 +17,7 @@ from typing import Any
 from anole_jobs.api import jobs
 from anole_jobs.bounds import search_int_problem
 from anole_jobs.core import LIST_LIMIT_MAX, MAX_JOB_ID, STATES, JobRecord
+from anole_jobs.operations.display import for_operators
 from anole_jobs.operations.ids import job_id_or_none
 from anole_jobs.operations.names import parse_name
 from anole_jobs.operations.problems import BadInput
@@ -197,7 +198,7 @@ def each_page(listing: Listing) -> Iterator[Page]:
 
 
 def _read(listing: Listing, *, limit: int, after: int | None = None) -> list[JobRecord]:
-    return jobs.list(
+    records = jobs.list(
         state=listing.state,
         queue=listing.queue,
         kind=listing.kind,
@@ -205,6 +206,7 @@ def _read(listing: Listing, *, limit: int, after: int | None = None) -> list[Job
         limit=limit,
         after=listing.after if after is None else after,
     )
+    return [for_operators(record) for record in records]
 
 
 # -- search -----------------------------------------------------------------------------------
@@ -297,7 +299,7 @@ def search_page(listing: Listing, *, budget: int | None = None) -> Page:
             min_id=low,
             **terms,
         )
-        found += records
+        found += [for_operators(record) for record in records]
         floor = records[-1].id if len(records) == asked else low
     if len(found) > listing.limit:
         found = found[: listing.limit]

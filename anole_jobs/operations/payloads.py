@@ -15,7 +15,7 @@ from anole_jobs.core import JobRecord
 from anole_jobs.operations.display import display_kind
 from anole_jobs.operations.listing import Page
 from anole_jobs.operations.workers import Overview, WorkerStatus
-from anole_jobs.records import Enqueued, QueueRecord
+from anole_jobs.records import Enqueued, QueueRecord, Waiting
 from anole_jobs.schedules import CronRecord
 from anole_jobs.workflows import WorkflowRecord
 
@@ -50,6 +50,48 @@ def job(record: JobRecord) -> dict[str, Any]:
         "step_name": record.step_name,
         "result": record.result,
     }
+
+
+def waiting(value: Waiting | None) -> dict[str, Any] | None:
+    """Why a job waits (`jobs.why`): ``{reason, detail, until}``, or None."""
+    if value is None:
+        return None
+    return {"reason": value.reason, "detail": value.detail, "until": iso(value.until)}
+
+
+def job_detail(record: JobRecord, why: Waiting | None = None) -> dict[str, Any]:
+    """One job as ``GET /jobs/<id>`` and ``jobs show --json`` show it: `job`, its timeline
+    (docs/timeline.md) — its durable steps, last progress report, log lines and attempts,
+    times in ISO 8601 (lists leave these out: a page of jobs would carry every job's log) —
+    and `waiting`, why it waits (`jobs.why`)."""
+    return {**job(record), **timeline(record), "waiting": waiting(why)}
+
+
+def timeline(record: JobRecord) -> dict[str, Any]:
+    """The job's steps, progress, log and attempts, as JSON."""
+    progress = record.progress
+    return {
+        "steps": {
+            name: {"result": step.get("result"), "at": _iso_value(step.get("at"))}
+            for name, step in record.steps.items()
+        },
+        "progress": None
+        if progress is None
+        else {**progress, "at": _iso_value(progress.get("at"))},
+        "logs": [{**line, "at": _iso_value(line.get("at"))} for line in record.logs],
+        "attempts": [
+            {
+                **entry,
+                "started_at": _iso_value(entry.get("started_at")),
+                "finished_at": _iso_value(entry.get("finished_at")),
+            }
+            for entry in record.attempts
+        ],
+    }
+
+
+def _iso_value(value: Any) -> Any:
+    return iso(value) if isinstance(value, datetime) else value
 
 
 def workflow(record: WorkflowRecord) -> dict[str, Any]:
@@ -95,6 +137,7 @@ def queue(record: QueueRecord) -> dict[str, Any]:
             "source": limits.source,
         },
         "held": record.held,
+        "oldest_available": iso(record.oldest_available),
     }
 
 
@@ -152,6 +195,18 @@ def worker(status: WorkerStatus) -> dict[str, Any]:
             }
             for job in record.jobs
         ],
+        **(
+            {}
+            if record.control is None
+            else {
+                "control": {
+                    "action": record.control.action,
+                    "by": record.control.by,
+                    "at": iso(record.control.at),
+                    "surface": record.control.surface,
+                }
+            }
+        ),
     }
 
 

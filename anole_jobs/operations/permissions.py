@@ -105,3 +105,44 @@ def access(request: HttpRequest) -> Access:
 
 def permitted(request: HttpRequest) -> bool:
     return access(request) is Access.ALLOWED
+
+
+# -- per action: a read-only role, and a separate permission for deletes and bulk actions ----
+#: What an action needs: "view" (any page, any GET), "change" (retry, cancel, pause, resume,
+#: limits, signals, triggers, worker controls), "delete" (deleting a job and every bulk
+#: action). Each is the Django permission of the `Job` model of that name.
+NEEDS = ("view", "change", "delete")
+JOB_PERMISSIONS = {need: f"anole_jobs.{need}_job" for need in NEEDS}
+
+
+def may(request: HttpRequest, need: str) -> bool:
+    """Whether a request the surfaces let in (`access`) may take an action that needs `need`.
+
+    A superuser may do everything. A user holding none of the job permissions
+    (``anole_jobs.view_job``, ``change_job``, ``delete_job``) keeps what the surfaces always
+    allowed: everything (the default: active staff). A user given any of them gets only what
+    they give: ``view_job`` alone is read-only; ``change_job`` acts on jobs and queues;
+    ``delete_job`` deletes and runs bulk actions (it implies ``change_job``'s rights only
+    when held with it). A request without a user (a token a custom ``ADMIN_PERMISSION``
+    accepts) may do everything that permission lets in."""
+    if need == "view":
+        return True
+    user = getattr(request, "user", None)
+    if user is None or not getattr(user, "is_authenticated", False):
+        return True
+    if getattr(user, "is_superuser", False):
+        return True
+    held = {perm for perm in JOB_PERMISSIONS.values() if user.has_perm(perm)}
+    if not held:
+        return True
+    return JOB_PERMISSIONS[need] in held
+
+
+def refusal(need: str) -> str:
+    """The message of a refused action."""
+    if need == "delete":
+        return (
+            "deleting jobs and bulk actions need the permission anole_jobs.delete_job, "
+            "which this user does not have"
+        )
+    return "this user may look but not act: actions need the permission anole_jobs.change_job"

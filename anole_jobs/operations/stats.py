@@ -1,6 +1,6 @@
-"""Run statistics for people: the last hour per minute or the last day per hour, per queue and
-for all queues together, with run-time percentiles (the charts, ``GET /stats``, ``manage.py
-jobs stats``).
+"""Run statistics for people: the last hour per minute, or the last day, 7 days or 30 days per
+hour, per queue and for all queues together, with run-time percentiles (the charts,
+``GET /stats``, ``manage.py jobs stats``).
 
 `parse_stats` reads ``queue`` and ``period`` (a query string, the CLI's options) and refuses
 what cannot be used with one `BadInput` naming the field. `read_stats` asks the store for the
@@ -30,8 +30,35 @@ from anole_jobs.stores.stats import (
 )
 
 FIELDS = ("queue", "period")
-#: Each period: how many points, and of what.
-PERIODS: dict[str, tuple[int, Resolution]] = {"hour": (60, "minute"), "day": (24, "hour")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Period:
+    """A span the surfaces offer: how many points, of what, and its name for people."""
+
+    points: int
+    resolution: Resolution
+    span: str  # "the last hour"
+
+    @property
+    def words(self) -> str:
+        """ "the last hour, per minute"."""
+        return f"{self.span}, per {self.resolution}"
+
+    @property
+    def label(self) -> str:
+        """ "last hour, per minute" (a choice in a list)."""
+        return self.words.removeprefix("the ")
+
+
+#: The spans offered, shortest first. Past a day the points are the hours the leader rolled up
+#: (kept for ``STATS['HOURS']``, 30 days by default; older hours read as nothing counted).
+PERIODS: dict[str, Period] = {
+    "hour": Period(points=60, resolution="minute", span="the last hour"),
+    "day": Period(points=24, resolution="hour", span="the last day"),
+    "week": Period(points=7 * 24, resolution="hour", span="the last 7 days"),
+    "month": Period(points=30 * 24, resolution="hour", span="the last 30 days"),
+}
 DEFAULT_PERIOD = "hour"
 #: The percentiles the surfaces show.
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
@@ -40,7 +67,7 @@ _CODE = "bad_filter"
 
 @dataclass(frozen=True, kw_only=True)
 class StatsQuery:
-    """Which statistics: one queue (None: every queue) over the last hour or day."""
+    """Which statistics: one queue (None: every queue) over one of `PERIODS`."""
 
     queue: str | None = None
     period: str = DEFAULT_PERIOD
@@ -68,7 +95,9 @@ class StatsReport:
 
 def parse_period(text: str) -> str:
     if text not in PERIODS:
-        raise BadInput("period", f"period must be hour or day, got {text!r}", code=_CODE)
+        raise BadInput(
+            "period", f"period must be one of {', '.join(PERIODS)}, got {text!r}", code=_CODE
+        )
     return text
 
 
@@ -106,7 +135,8 @@ def _dense(points: Iterable[StatsPoint], starts: list[datetime]) -> list[StatsPo
 def read_stats(query: StatsQuery, *, now: datetime | None = None) -> StatsReport:
     """The statistics `query` asks for, up to `now` (the configured clock by default)."""
     until = clock_now() if now is None else now
-    count, resolution = PERIODS[query.period]
+    period = PERIODS[query.period]
+    count, resolution = period.points, period.resolution
     step = step_of(resolution)
     since = floor_time(until, resolution) - step * (count - 1)
     starts = [since + step * i for i in range(count)]

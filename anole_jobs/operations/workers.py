@@ -76,3 +76,16 @@ def overview() -> Overview:
         workers=[status(record, now) for record in records],
         queues_without_workers=unserved,
     )
+
+
+def control(worker_id: str, action: str) -> bool:
+    """Ask worker `worker_id` to quiet or stop, as the current actor (`audit.acting`), and
+    record it in the audit log; `NotFound` when no such worker is alive."""
+    from anole_jobs.operations import audit
+    from anole_jobs.operations.problems import NotFound
+
+    actor, surface = audit.current()
+    if not jobs.control_worker(worker_id, action, by=actor, surface=surface):
+        raise NotFound(f"no live worker with id {worker_id!r}", code="unknown_worker")
+    audit.record(f"worker_{action}", f"worker {worker_id}")
+    return True

@@ -5,6 +5,7 @@ status 1 in the CLI), like a job id."""
 from __future__ import annotations
 
 from anole_jobs.api import jobs
+from anole_jobs.operations import audit
 from anole_jobs.operations.actions import Outcome
 from anole_jobs.operations.problems import NotFound
 from anole_jobs.workflows import WorkflowRecord
@@ -42,4 +43,5 @@ def cancel(text: object) -> Outcome[WorkflowRecord]:
     record = jobs.cancel_workflow(before.id)
     if record is None:
         raise _missing(text)
+    audit.record("cancel_workflow", f"workflow {before.id}")
     return Outcome(record, before.state != "cancelled")

@@ -45,6 +45,7 @@ from __future__ import annotations
 import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -60,13 +61,17 @@ from anole_jobs.core import (
     UniqueScope,
     WorkflowRow,
 )
+from anole_jobs.leaninit import lean_init
 from anole_jobs.limits import Limits, RuntimeLimits
+from anole_jobs.stores.audit import AuditEntry
+from anole_jobs.stores.durable import DurableState
 from anole_jobs.stores.search import BulkAction
 from anole_jobs.stores.stats import Resolution, StatsByQueue
 from anole_jobs.stores.wakeups import Subscription, WakeupHub, announce
-from anole_jobs.stores.workers import WorkerRecord
+from anole_jobs.stores.workers import WorkerControl, WorkerRecord
 
 
+@lean_init
 @dataclass(frozen=True, kw_only=True)
 class NewJob:
     """A job to insert; `state` is "available" when due now, else "scheduled"."""
@@ -82,6 +87,41 @@ class NewJob:
     created_at: datetime
     unique_key: str | None = None
     unique_scope: UniqueScope = "live"
+    #: A debounced job (see `Store.insert_debounced`): the key that folds its enqueues, and
+    #: how long after the first of them it runs at the latest (None: no cap).
+    debounce_key: str | None = None
+    debounce_max_wait: timedelta | None = None
+    #: ``Unique(on_conflict="replace")``: it replaces the job holding its unique key (see
+    #: `Store.insert_replacing`).
+    replace: bool = False
+    #: Its kind's version when enqueued (docs/deploys.md).
+    version: int = 1
+    #: Its queue's fairness value (`Fairness.key`) and that value's weight, when its queue has
+    #: fairness: the store gives it its turn among the queue's values (`fair_orders`).
+    fair_key: str | None = None
+    fair_weight: float = 1.0
+    #: The sequence it belongs to (`kinds.sequence_key`), when its kind has one.
+    sequence_key: str | None = None
+
+    @property
+    def flow(self) -> bool:
+        return self.fair_key is not None or self.sequence_key is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LimitUsage:
+    """What one partition of a queue uses of its limits (`Store.limit_usage`): the limits in
+    force (the settings' with the runtime ones in their place), its claimed and unfinished
+    jobs, and the times (epoch seconds, oldest first) of its claims in the rate window."""
+
+    limits: Limits
+    running: int = 0
+    claims: tuple[float, ...] = ()
+
+
+#: The error type a job replaced by ``Unique(on_conflict="replace")`` ends with.
+REPLACED = "Replaced"
+REPLACED_MESSAGE = "replaced by a newer enqueue with the same unique key"
 
 
 @dataclass(frozen=True)
@@ -92,6 +132,7 @@ class Inserted:
     inserted: bool
 
 
+@lean_init
 @dataclass(frozen=True)
 class RunRef:
     """Names one claim of one job: what every fenced write checks."""
@@ -101,6 +142,7 @@ class RunRef:
     token: int
 
 
+@lean_init
 @dataclass(frozen=True, kw_only=True)
 class ClaimedJob:
     """A job a worker has claimed: its record (state ``running``) and the run to fence with."""
@@ -110,6 +152,7 @@ class ClaimedJob:
     lease_until: datetime
 
 
+@lean_init
 @dataclass(frozen=True, kw_only=True)
 class Finish:
     """The fenced write that ends one run.
@@ -131,6 +174,19 @@ class Finish:
     give_back_attempt: bool = False
     result: str | None = None
     started_at: datetime | None = None
+    # -- the job's timeline (anole_jobs/timeline.py), kept by the same write --
+    #: This attempt's outcome (`timeline.OUTCOMES`): appended to the job's attempts with the
+    #: claim's worker, its start (`started_at`, else the claim's time) and its end (`at`) —
+    #: except ``completed``, which no store appends (`timeline.kept`): the job's row says it,
+    #: and `timeline.unwritten_attempt` reads it from there. None: no entry (a job given back
+    #: before its handler started).
+    outcome: str | None = None
+    #: The handler's last `job.progress` not stored yet (JSON text); None: left as it is.
+    progress: str | None = None
+    #: The attempt's log records (a JSON array of `timeline` log lines), appended to the
+    #: job's; the store then keeps the newest `logs_kept`. None: nothing to add.
+    logs: str | None = None
+    logs_kept: int = 200
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,6 +233,17 @@ class LimitedClaim:
     jobs: list[ClaimedJob]
     held: bool = False
     reopens_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FairnessState:
+    """What a fair queue's store knows of its turns (docs/flow-control.md): the turn its claims
+    have reached, its available jobs per fairness value, and per value the latest turn given
+    to one of its jobs waiting or running (memory and Redis: ever given)."""
+
+    turn: float
+    waiting: Mapping[str, int]
+    last: Mapping[str, float]
 
 
 def ended_ids(results: Sequence[Finish], written: Sequence[bool]) -> list[int]:
@@ -230,6 +297,14 @@ class Store(ABC):
     #: (PostgreSQL's advisory lock): it lasts as long as the leader's session, whatever
     #: `now` says, until `resign` or the session ends.
     leadership_lapses: bool = True
+    #: The runtime's threads share a small pool of the store's sessions (`shared_session`)
+    #: instead of one connection per thread (PostgreSQL). False: each call uses what the
+    #: store always uses (Redis's own pool, the thread's SQLite connection, nothing).
+    shares_sessions: bool = False
+    #: Its queues can fail apart: one queue's writes may wait (a Redis Cluster master's
+    #: failover) while other queues' answer. The runtime then writes each queue's outcomes
+    #: apart, so that one queue's wait holds up no other.
+    queues_fail_apart: bool = False
 
     # -- enqueueing ------------------------------------------------------------------------
     @abstractmethod
@@ -246,6 +321,29 @@ class Store(ABC):
         "Wake-ups" in the module docstring).
         """
 
+    @abstractmethod
+    def insert_debounced(self, job: NewJob) -> Inserted:
+        """Insert `job` (``scheduled``, due at its `scheduled_at`: its enqueue's time plus the
+        debounce wait) or fold it into the job waiting with its `debounce_key`, in one atomic
+        write (concurrent calls with one key make exactly one job).
+
+        It folds when the job holding the key is still ``scheduled`` and not yet due (its
+        `scheduled_at` is after `job.created_at`): that job takes `job`'s args, meta and
+        priority, and its `scheduled_at` becomes `job.scheduled_at`, or its `created_at` plus
+        `job.debounce_max_wait` when that is earlier; ``Inserted(its id, False)``. Otherwise
+        `job` is inserted and holds the key from then on (a holder that started or is due
+        lets it go): ``Inserted(new id, True)``. The key is no unique key: the job's
+        `unique_key` stays None, and a retried job never takes the key back."""
+
+    @abstractmethod
+    def insert_replacing(self, job: NewJob) -> Inserted:
+        """Insert `job` (it has a `unique_key`) in place of the job holding that key, in one
+        atomic write: a holder that is waiting or running becomes ``cancelled`` at
+        `job.created_at` with a `REPLACED` error appended (a running one's worker loses it at
+        its next heartbeat) and lets the key go, and `job` is inserted holding it. Concurrent
+        calls leave exactly one live job with the key. Wakes queues and result waiters as
+        `insert` and `cancel` do."""
+
     # -- running ---------------------------------------------------------------------------
     @abstractmethod
     def claim(
@@ -260,6 +358,12 @@ class Store(ABC):
     ) -> list[ClaimedJob]:
         """Claim up to `limit` ``available`` jobs of `queue` whose kind is in `kinds` (all
         kinds when None), highest priority first, then oldest `scheduled_at`, then lowest id.
+
+        Versions (docs/deploys.md): `kinds` names each kind with its stored version as
+        `kinds.claim_key` writes it — the bare name admits the kind's version-1 jobs,
+        ``name@N`` its version-N jobs — so a worker never claims a version it cannot run. A
+        store compares ``claim_key(kind, version)`` of each job with `kinds` (for version 1
+        that is the kind itself, so jobs of unversioned kinds cost nothing more).
 
         Each claimed job becomes ``running`` with attempt + 1, a claim token greater than any
         it had, `attempted_at` = now, and a lease until `lease_until`. Two concurrent claims
@@ -293,6 +397,13 @@ class Store(ABC):
         `finish`: only while the job is running with that attempt and claim token. Returns
         whether it was written. A run records its output this way (``meta["output"]``)."""
 
+    @abstractmethod
+    def record_progress(self, run: RunRef, progress: str) -> bool:
+        """Store `progress` (JSON text: ``{"done", "total", "message", "at"}``) as the job's
+        progress, fenced like `finish`; returns whether it was written. A handler's
+        `job.progress` calls it at most about once a second; its last call rides on the
+        run's `Finish` instead."""
+
     # -- maintenance -----------------------------------------------------------------------
     @abstractmethod
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
@@ -302,7 +413,8 @@ class Store(ABC):
     def rescue(self, *, now: datetime, limit: int = 10_000) -> list[Rescued]:
         """Put every ``running`` job whose lease ended before `now` back to ``available``
         (``dead`` if that was its last attempt), appending a `LeaseExpired` error for the
-        attempt. Conditional: a job that finished meanwhile is never touched."""
+        attempt and closing it in the job's attempts (outcome ``rescued``, ended `now`).
+        Conditional: a job that finished meanwhile is never touched."""
 
     @abstractmethod
     def prune(
@@ -311,6 +423,13 @@ class Store(ABC):
         """Delete jobs in each state of `horizons` whose `finished_at` is older than
         `now - horizon`; return how many. The leader calls it periodically, so a store may
         also compact its own bookkeeping here (PostgreSQL folds its count deltas)."""
+
+    @abstractmethod
+    def expired(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> builtins.list[JobRecord]:
+        """The jobs `prune` with the same arguments would delete now (read only): the leader
+        reads them first when args or results are offloaded, to delete their files."""
 
     @abstractmethod
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
@@ -346,7 +465,9 @@ class Store(ABC):
     # -- admin -----------------------------------------------------------------------------
     @abstractmethod
     def get(self, job_id: int) -> JobRecord | None:
-        """The job with this id, or None."""
+        """The job with this id, or None; with its timeline (`progress`, `logs`, `attempts`
+        — a ``running`` job's attempts end with the one running: its claim's worker and
+        time, no end, no outcome), which `list` leaves empty."""
 
     def lowest_id_below(self, below: int, jobs: int) -> int:
         """The lowest id that the `jobs` jobs enqueued one after another just before job
@@ -383,14 +504,41 @@ class Store(ABC):
         return found
 
     @abstractmethod
+    def oldest_available(self, queues: Collection[str]) -> dict[str, datetime]:
+        """``{queue: the lowest scheduled_at of its available jobs}`` for those of `queues`
+        with available jobs: when the queue's oldest available job became available (a job
+        is due, and staged, at its `scheduled_at`; a retried or rescued one gets now). The
+        leader reads it every 15 s for the latency gauge, so it must not read every job."""
+
+    # -- why a job waits (see `anole_jobs.why`) ----------------------------------------------
+    @abstractmethod
+    def limit_usage(
+        self, queue: str, limits: Limits, *, partition: str, now: datetime
+    ) -> LimitUsage:
+        """What partition `partition` (a `Limits.key` value) of `queue` uses of the queue's
+        limits at `now` (`limits` from the settings, the runtime ones in their place, as
+        `claim_limited` reads them). For `jobs.why`: it may read the queue's running jobs."""
+
+    def awaited_signal(self, job_id: int) -> tuple[str, datetime | None] | None:
+        """The signal job `job_id` is parked for (`job.wait_for_signal`) and its deadline, else
+        None: read from its durable state, so every store answers it alike."""
+        state = self.durable_state(job_id)
+        if state is None or state.awaiting is None:
+            return None
+        return state.awaiting, state.waits.get(state.awaiting)
+
+    @abstractmethod
     def retry(self, job_id: int, *, now: datetime) -> JobRecord | None:
         """Make the job ``available`` now (any state; a running worker's later writes then fail
         its fence). A job out of attempts gets one more. None if there is no such job. Wakes the
-        job's queue as `insert` does."""
+        job's queue as `insert` does. A running job's attempt ends in its attempts (outcome
+        ``restarted``); a completed job's completing attempt, which only its row said, goes into
+        its attempts (once) before the next one."""
 
     @abstractmethod
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
-        """Make a waiting or running job ``cancelled``; a finished job is left as it is.
+        """Make a waiting or running job ``cancelled``; a finished job is left as it is. A
+        running job's attempt ends in its attempts (outcome ``cancelled``, ended `now`).
         Returns the job as it now is, or None if there is no such job."""
 
     @abstractmethod
@@ -506,7 +654,25 @@ class Store(ABC):
         order, for `queues` (every queue with counters when None). Periods with nothing
         counted are left out. The store keeps the counters in the same writes that move the
         jobs (see `anole_jobs.stores.stats` for what counts where), so this reads minutes,
-        never jobs. Minutes older than `STATS_KEEP` may be gone."""
+        never jobs. Per hour, an hour rolled up (`roll_up_stats`) is read from its row, an
+        hour not rolled yet from its minutes, so the answer does not change with a roll-up.
+        Minutes and hours past their horizons (`prune_stats`) may be gone."""
+
+    @abstractmethod
+    def roll_up_stats(self, *, now: datetime, keep: timedelta) -> int:
+        """Sum the minutes of each hour that ended by `now` into one row per queue and hour:
+        from the last hour rolled (summed again) or, before any, the hour of the oldest
+        minute kept, through the hour before `now`'s. Writes a row only when it counts more
+        moves than the row already there, so it is idempotent and never undoes an earlier
+        roll-up whose minutes are gone. `keep`: how long hourly rows are kept (a store whose
+        rows expire by themselves sets that expiry; the others wait for `prune_stats`).
+        Returns how many rows it wrote. The leader calls it, never a job's path."""
+
+    @abstractmethod
+    def prune_stats(self, *, minutes_before: datetime, hours_before: datetime) -> None:
+        """Drop the minutes of the whole hours before the one holding `minutes_before`, but
+        none of an hour not rolled up yet, and the hourly rows of the hours before the one
+        holding `hours_before`. The leader calls it after `roll_up_stats`."""
 
     # -- bulk actions ----------------------------------------------------------------------
     def act(
@@ -545,10 +711,45 @@ class Store(ABC):
                 done += after is not None and after.state == "available"
         return done
 
+    # -- safe deploys (docs/deploys.md) ----------------------------------------------------
+    @abstractmethod
+    def rename_kind(self, run: RunRef, kind: str) -> bool:
+        """Record `kind` as the kind of the job `run` is running (its worker claimed it under
+        one of the kind's aliases), fenced like `finish`; whether it was written."""
+
+    @abstractmethod
+    def rewrite_payload(
+        self, job_id: int, *, args: Mapping[str, Any] | None, result: str | None
+    ) -> bool:
+        """Replace the stored args (a JSON object) and/or result (JSON text) of job `job_id`
+        whatever its state, the others left as they are (None: unchanged); False if there is
+        no such job. For `jobs reencrypt` (docs/encryption.md)."""
+
+    @abstractmethod
+    def live_versions(self) -> dict[tuple[str, int], int]:
+        """``{(kind, version): n}`` of the jobs not finished (waiting, running or pending), for
+        `jobs check-deploy`. It may read every such job (an operator's command, not a hot path).
+        """
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections the store opened itself."""
+
+    def ping(self) -> None:
+        """One round trip to the store's server, or an error when it does not answer (the
+        start-up check of `runjobs`). The default reads a job that never exists."""
+        self.get(0)
+
+    def shared_session(self) -> AbstractContextManager[None]:
+        """Within this block, this thread's calls use one of the store's shared sessions
+        (when `shares_sessions`), held until the block ends; re-entrant. The runtime's
+        threads make each store call in such a block (`background.sharing_store_sessions`)."""
+        return nullcontext()
+
+    def name_sessions(self, label: str) -> None:  # noqa: B027 - optional hook
+        """Name the sessions the store opens from now on after `label` (the runtime's worker
+        id), so that the server lists who holds them (PostgreSQL's application_name)."""
 
     # -- flow control across every worker (docs/limits.md) --------------------------------
     @abstractmethod
@@ -590,6 +791,25 @@ class Store(ABC):
         in their place, as `claim_limited` reads them) hold back at `now`. For admin pages and
         the held-jobs gauge: it may read the queue's available jobs."""
 
+    # -- fair flow and sequences (docs/flow-control.md) -----------------------------------
+    @abstractmethod
+    def sequence_holder(self, job_id: int) -> int | None:
+        """The id of the job that holds job `job_id`'s sequence: the first job of its
+        sequence (lowest id) that has not ended (``completed``, ``dead``, ``cancelled``),
+        when that is an earlier one. None when the job has no sequence, has ended, leads its
+        sequence, or does not exist.
+
+        Claims keep the same rule, atomically: a job of a sequence is claimed only while no
+        earlier job of its sequence is in any other state. `claim_limited` keeps it when
+        `Limits.sequenced` says so; memory and Redis keep it in every claim, the database
+        store in a plain claim whenever this process knows a kind with a sequence among the
+        kinds claimed."""
+
+    @abstractmethod
+    def fairness_state(self, queue: str) -> FairnessState:
+        """The turns of `queue` (see `FairnessState`); empty for a queue without fairness.
+        For admin pages and `jobs.why`: it may read the queue's available jobs."""
+
     # -- workers: which runtimes are alive and what they hold (see stores/workers.py) --------
     @abstractmethod
     def record_worker(self, worker: WorkerRecord) -> None:
@@ -610,3 +830,66 @@ class Store(ABC):
         """Delete every record whose `expires_at` is `now` or earlier (processes that died
         without removing theirs); return how many. The leader calls it with `prune`. A record
         renewed meanwhile is kept: the check and the delete are one atomic step."""
+
+    @abstractmethod
+    def request_worker_control(
+        self, worker_id: str, control: WorkerControl, *, now: datetime
+    ) -> bool:
+        """Record an operator's request (quiet or stop) to the worker `worker_id`, listed at
+        `now`; False (nothing written) when no such worker is listed. A "stop" recorded
+        already is kept over a later "quiet". `workers` shows it on the worker's record; it
+        goes with the record (`remove_worker`, `prune_workers`)."""
+
+    @abstractmethod
+    def worker_control(self, worker_id: str) -> WorkerControl | None:
+        """The request recorded for `worker_id`, or None. One cheap read: each runtime polls
+        it about twice a second."""
+
+    # -- the operators' audit log (see stores/audit.py) -------------------------------------
+    @abstractmethod
+    def record_audit(self, entry: AuditEntry) -> None:
+        """Append `entry` (its `id` is ignored: the store numbers entries, higher later)."""
+
+    @abstractmethod
+    def audit_entries(
+        self, *, action: str | None = None, limit: int = 100, before: int | None = None
+    ) -> builtins.list[AuditEntry]:
+        """Up to `limit` entries (at most `AUDIT_PAGE_MAX`), newest first; only `action`'s
+        when given; only those with an id below `before` when given (the next page)."""
+
+    @abstractmethod
+    def prune_audit(self, *, before: datetime) -> int:
+        """Delete the entries recorded before `before`; how many. The leader's prune."""
+
+    # -- durable execution: steps, sleeps and signals (see stores/durable.py) ---------------
+    @abstractmethod
+    def durable_state(self, job_id: int) -> DurableState | None:
+        """The job's recorded steps (in the order recorded), its signals, the deadline kept
+        per awaited signal name and the name it is parked for; None for an unknown job. One
+        read: a handler's first durable call of an attempt makes it."""
+
+    @abstractmethod
+    def record_step(self, run: RunRef, *, name: str, value: str, at: datetime) -> bool:
+        """Append step `name` with `value` (JSON text) recorded `at`, fenced like `finish`;
+        returns whether it was written. A name recorded already is left as it is (and True
+        is returned). Joins ``transaction.atomic(using=atomic_alias)`` like `insert`, so an
+        atomic step's record commits with the step's own writes."""
+
+    @abstractmethod
+    def await_signal(self, run: RunRef, *, name: str | None, deadline: datetime | None) -> bool:
+        """Fenced like `finish`: set the name of the signal the job is parked for (None:
+        none) and, when `deadline` is given and none is kept for `name` yet, keep it as that
+        name's deadline (reruns read it back). Returns whether it was written."""
+
+    @abstractmethod
+    def signal(self, job_id: int, *, name: str, payload: str, now: datetime) -> bool | None:
+        """Store signal `name` with `payload` (JSON text) on the job: True when stored; False
+        (nothing changes) when the job has a signal of that name already or is finished;
+        None for an unknown job. In the same write, a ``scheduled`` job parked for `name`
+        becomes ``available`` at `now` (its queue woken as `retry` does)."""
+
+    @abstractmethod
+    def wake_signalled(self, job_id: int, *, now: datetime) -> bool:
+        """Make the job ``available`` at `now` when it is ``scheduled``, parked for a signal
+        name and already holds that signal (a signal that came while it was still running);
+        returns whether it did. Wakes its queue as `retry` does."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from anole_jobs import events
+from anole_jobs.background import shares_store_sessions
 from anole_jobs.stores.base import Store
 from anole_jobs.stores.wakeups import WakeupHub
 
@@ -36,7 +37,15 @@ UNTIMED = frozenset(
         "waits_for_finished",
         "close",
         "lowest_id_below",
+        "shared_session",
+        "name_sessions",
     }
+)
+
+#: Contract methods that never borrow a shared session (`Store.shared_session`): they open
+#: none, or they are the borrowing itself.
+SESSIONLESS = frozenset(
+    {"subscribe", "subscribe_finished", "close", "shared_session", "name_sessions"}
 )
 
 
@@ -101,8 +110,23 @@ def _forwarding_method(name: str, *, timed: bool) -> Callable[..., Any]:
 
         def method(self: InstrumentedStore, *args: Any, **kwargs: Any) -> Any:
             kwargs = with_defaults(args, kwargs)
+            if self.shares_sessions and shares_store_sessions():
+                # A runtime thread: the call runs on one of the store's shared sessions.
+                with self.inner.shared_session():
+                    if events.STORE_CALL in self.bus.by_name:
+                        return self._timed(name, getattr(self.inner, name), *args, **kwargs)
+                    return getattr(self.inner, name)(*args, **kwargs)
             if events.STORE_CALL in self.bus.by_name:
                 return self._timed(name, getattr(self.inner, name), *args, **kwargs)
+            return getattr(self.inner, name)(*args, **kwargs)
+
+    elif name not in SESSIONLESS:
+
+        def method(self: InstrumentedStore, *args: Any, **kwargs: Any) -> Any:
+            kwargs = with_defaults(args, kwargs)
+            if self.shares_sessions and shares_store_sessions():
+                with self.inner.shared_session():
+                    return getattr(self.inner, name)(*args, **kwargs)
             return getattr(self.inner, name)(*args, **kwargs)
 
     else:

@@ -16,8 +16,23 @@ What lands where (the same rule on every store):
 - **dead**: a run that failed for good (``dead``, by a failure or a lapsed lease on the last
   attempt), in the minute it ended.
 
-Snoozes, drains, cancellations and admin actions count nothing. Minutes older than
-`STATS_KEEP` are dropped (at prune time, or by expiry on Redis).
+Snoozes, drains, cancellations and admin actions count nothing.
+
+History (the same rule on every store): the leader rolls each hour that has ended up into one
+row per queue (`Store.roll_up_stats`), from that hour's minutes, off the jobs' path: no job
+write costs more for it. Minutes are kept for ``STATS['MINUTES']`` (a day by default), hours
+for ``STATS['HOURS']`` (30 days), both pruned by the leader (`Store.prune_stats`), minutes only
+once their hour is rolled, and by whole hours, so an hour's minutes are all there or all gone.
+A per-hour read takes an hour's rolled row where there is one, else sums its minutes
+(`hourly_points`): the answer is the same just before and just after a roll-up.
+
+A roll-up is idempotent: it re-sums an hour from its minutes and writes the sums over the
+hour's row, and it writes them only when they count more runs than the row already holds
+(the counters only grow while an hour's minutes are kept), so rolling an hour twice, or from
+two leaders, or again after a crash half-way, gives the same row. Each roll-up starts from the
+last hour rolled (summed again: a run that ended just before the hour's end may reach the
+store a little after it) and goes to the last hour that has ended, so a leader that could not
+roll for a while catches up every hour whose minutes are kept.
 
 Run times go into fixed buckets (`RUNTIME_BUCKETS_MS`, upper bounds, and one more for longer
 runs); a percentile is the upper bound of the bucket holding it, never more than the longest
@@ -28,10 +43,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
+
+from anole_jobs.conf import STATS_MINUTES_MAX
 
 #: The run-time histogram's bucket upper bounds, in milliseconds (a run of exactly a bound
 #: falls in its bucket); runs longer than the last bound fall in one more bucket.
@@ -70,8 +87,9 @@ STAT_COLUMNS: tuple[str, ...] = (
     "max_ms",
     *STAT_BUCKET_COLUMNS,
 )
-#: How long the stores keep a minute's counters (a day of charts needs 24 hours).
-STATS_KEEP = timedelta(hours=48)
+#: The longest the stores keep a minute's counters (``STATS['MINUTES']`` may be shorter): on
+#: Redis each minute's hash expires this long after its last write.
+STATS_KEEP = STATS_MINUTES_MAX
 
 Resolution = Literal["minute", "hour"]
 RESOLUTIONS: tuple[Resolution, ...] = ("minute", "hour")
@@ -99,6 +117,98 @@ def minute_number(moment: datetime) -> int:
 
 def minute_start(number: int) -> datetime:
     return _EPOCH + timedelta(minutes=number)
+
+
+def hour_number(moment: datetime) -> int:
+    """Hours since 1970-01-01T00:00Z of the hour holding `moment` (aware)."""
+    return minute_number(moment) // 60
+
+
+def hour_start(number: int) -> datetime:
+    return _EPOCH + timedelta(hours=number)
+
+
+def runs_counted(row: Sequence[int]) -> int:
+    """How many moves a flat row (`STAT_COLUMNS` order) counts: every counted move adds one to
+    started, completed, retried or dead, so a later sum of an hour's minutes never counts
+    fewer (a roll-up writes an hour's row only when it counts more, see the module)."""
+    return sum(int(v or 0) for v in row[:4])
+
+
+def sum_rows(rows: Iterable[Sequence[int]]) -> list[int] | None:
+    """Flat rows (`STAT_COLUMNS` order) summed, the longest run kept; None for no rows."""
+    max_at = STAT_COLUMNS.index("max_ms")
+    total: list[int] | None = None
+    for row in rows:
+        if total is None:
+            total = [int(v or 0) for v in row]
+        else:
+            _add_row(total, row, max_at)
+    return total
+
+
+def _add_row(total: list[int], row: Sequence[Any], max_at: int) -> None:
+    """Add one row of counters to `total` in place (the longest run is a maximum, not a sum)."""
+    for index, value in enumerate(row):
+        if value:
+            if index == max_at:
+                total[index] = max(total[index], int(value))
+            else:
+                total[index] += int(value)
+
+
+def minutes_to_prune(minutes_before: datetime, rolled_through: int | None) -> int:
+    """The first minute number a stats prune keeps: whole hours only, none after the last hour
+    rolled (`rolled_through`, None when none was), so no minute goes before its hour's row
+    holds it."""
+    if rolled_through is None:
+        return 0
+    return 60 * min(hour_number(minutes_before), rolled_through + 1)
+
+
+def roll_range(rolled_through: int | None, oldest_minute: int | None, now: datetime) -> range:
+    """The hours a roll-up at `now` sums: from the last one rolled (again) or, before any was,
+    the hour of the oldest minute kept, through the last hour that has ended."""
+    last = hour_number(now) - 1
+    if rolled_through is not None:
+        first = rolled_through
+    elif oldest_minute is not None:
+        first = oldest_minute // 60
+    else:
+        return range(0)
+    return range(first, last + 1)
+
+
+def hourly_points(
+    hours: Mapping[str, Mapping[int, Sequence[int]]],
+    minutes: Mapping[str, Mapping[int, Sequence[int]]],
+) -> StatsByQueue:
+    """Per-hour points from the rolled rows ``{queue: {hour number: row}}`` and the minutes
+    ``{queue: {minute number: row}}`` of the same range: an hour's rolled row where there is
+    one (its minutes may be gone), else the sum of its minutes (not rolled yet)."""
+    by_hour: dict[str, dict[int, Sequence[int]]] = {}
+    for queue, summed in roll_up_minutes(minutes).items():
+        by_hour[queue] = dict(summed)
+    for queue, rolled in hours.items():
+        by_hour.setdefault(queue, {}).update(rolled)
+    out: StatsByQueue = {}
+    for queue, rows in by_hour.items():
+        if rows:
+            out[queue] = [point_from_row(hour_start(h), tuple(rows[h])) for h in sorted(rows)]
+    return out
+
+
+def roll_up_minutes(
+    minutes: Mapping[str, Mapping[int, Sequence[int]]],
+) -> dict[str, dict[int, list[int]]]:
+    """``{queue: {minute number: row}}`` summed per hour: ``{queue: {hour number: row}}``."""
+    out: dict[str, dict[int, list[int]]] = {}
+    for queue, by_minute in minutes.items():
+        grouped: dict[int, list[Sequence[int]]] = {}
+        for number, row in by_minute.items():
+            grouped.setdefault(number // 60, []).append(row)
+        out[queue] = {hour: sum_rows(rows) or [] for hour, rows in grouped.items()}
+    return out
 
 
 def floor_time(moment: datetime, resolution: Resolution) -> datetime:
@@ -221,13 +331,8 @@ def roll_up_rows(
             total = grouped.get(start)
             if total is None:
                 grouped[start] = [int(v or 0) for v in row]
-                continue
-            for index, value in enumerate(row):
-                if value:
-                    if index == max_at:
-                        total[index] = max(total[index], int(value))
-                    else:
-                        total[index] += int(value)
+            else:
+                _add_row(total, row, max_at)
         if grouped:
             out[queue] = [
                 point_from_row(minute_start(start), tuple(grouped[start]))
@@ -259,6 +364,8 @@ class MinuteCounters:
     def __init__(self) -> None:
         # [started, completed, retried, dead, runtime buckets, total ms, max ms]
         self._rows: dict[str, dict[int, list[Any]]] = {}
+        # The rolled-up hours: {queue: {hour number: flat row}} (`STAT_COLUMNS` order).
+        self._hours: dict[str, dict[int, list[int]]] = {}
 
     def _row(self, queue: str, at: datetime) -> list[Any]:
         number = minute_number(at)
@@ -290,7 +397,25 @@ class MinuteCounters:
     ) -> dict[str, list[StatsPoint]]:
         first = minute_number(floor_time(since, resolution))
         last = minute_number(until)
-        wanted = self._rows.keys() if queues is None else set(queues)
+        wanted = (self._rows.keys() | self._hours.keys()) if queues is None else set(queues)
+        if resolution == "hour":
+            minutes = {
+                queue: {
+                    n: _flat(row)
+                    for n, row in self._rows.get(queue, {}).items()
+                    if first <= n <= last
+                }
+                for queue in wanted
+            }
+            hours = {
+                queue: {
+                    h: row
+                    for h, row in self._hours.get(queue, {}).items()
+                    if first // 60 <= h <= last // 60
+                }
+                for queue in wanted
+            }
+            return hourly_points(hours, minutes)
         selected = {
             queue: {
                 n: _point(n, row)
@@ -301,14 +426,49 @@ class MinuteCounters:
         }
         return roll_up(selected, resolution)
 
-    def prune(self, now: datetime) -> None:
-        oldest = minute_number(now - STATS_KEEP)
+    def rolled_through(self) -> int | None:
+        """The last hour rolled up, None before any."""
+        return max((max(rows) for rows in self._hours.values() if rows), default=None)
+
+    def roll_up(self, now: datetime) -> int:
+        """Roll the hours that ended by `now` (see the module); how many rows it wrote."""
+        oldest = min((min(rows) for rows in self._rows.values() if rows), default=None)
+        hours = roll_range(self.rolled_through(), oldest, now)
+        if not hours:
+            return 0
+        written = 0
+        for queue, by_minute in self._rows.items():
+            summed = roll_up_minutes(
+                {queue: {n: _flat(r) for n, r in by_minute.items() if n // 60 in hours}}
+            )[queue]
+            for hour, row in summed.items():
+                kept = self._hours.setdefault(queue, {})
+                if hour not in kept or runs_counted(row) > runs_counted(kept[hour]):
+                    kept[hour] = row
+                    written += 1
+        return written
+
+    def prune(self, minutes_before: datetime, hours_before: datetime) -> None:
+        oldest = minutes_to_prune(minutes_before, self.rolled_through())
         for queue in list(self._rows):
             kept = {n: r for n, r in self._rows[queue].items() if n >= oldest}
             if kept:
                 self._rows[queue] = kept
             else:
                 del self._rows[queue]
+        oldest_hour = hour_number(hours_before)
+        for queue in list(self._hours):
+            hours = {h: r for h, r in self._hours[queue].items() if h >= oldest_hour}
+            if hours:
+                self._hours[queue] = hours
+            else:
+                del self._hours[queue]
+
+
+def _flat(row: list[Any]) -> list[int]:
+    """A `MinuteCounters` row as a flat row (`STAT_COLUMNS` order)."""
+    started, completed, retried, dead, runtime, total_ms, max_ms = row
+    return [started, completed, retried, dead, total_ms, max_ms, *runtime]
 
 
 def _point(number: int, row: list[Any]) -> StatsPoint:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Collection, Mapping
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from anole_jobs.kinds import PRIORITY_MAX, PRIORITY_MIN
 
@@ -46,6 +46,18 @@ class Subscription:
         self._hub._remove(self)
 
 
+#: The name a `subscribe_all` subscription returns for a wake-up of every name.
+EVERY_NAME = ""
+
+
+class _EveryName(frozenset[str]):
+    """The names of a `subscribe_all` subscription: any name a wake-up names is one of them
+    (and a wake-up of every name gives `EVERY_NAME`)."""
+
+    def __and__(self, other: Any) -> set[str]:  # type: ignore[override]
+        return set(other)
+
+
 class WakeupHub:
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -56,6 +68,16 @@ class WakeupHub:
         with self._cond:
             self._subscriptions.append(subscription)
             self._cond.notify_all()  # for `wait_for_subscribers`
+        return subscription
+
+    def subscribe_all(self) -> Subscription:
+        """A subscription that every wake-up wakes, whatever it names: its `wait` returns the
+        names woken (`EVERY_NAME` among them for a wake-up of every name)."""
+        subscription = Subscription(self, ())
+        subscription.queues = _EveryName((EVERY_NAME,))
+        with self._cond:
+            self._subscriptions.append(subscription)
+            self._cond.notify_all()
         return subscription
 
     def _remove(self, subscription: Subscription) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +45,46 @@ class QueueSlots:
     total: int
 
 
+#: What an operator can ask of one worker process: "quiet" (claim nothing more, finish the
+#: jobs it runs) and "stop" (drain and exit, as a first SIGTERM does). "stop" is the stronger:
+#: once asked, a later "quiet" leaves it as it is.
+CONTROL_ACTIONS = ("quiet", "stop")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerControl:
+    """An operator's request to one worker: `action` (one of `CONTROL_ACTIONS`), who asked
+    (`by`: a user name, or "cli"), from which surface and when. The worker reads it within
+    about a second (`worker.control.ControlWatch`) and acts on it once."""
+
+    action: str
+    by: str
+    at: datetime
+    surface: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "by": self.by,
+            "at": self.at.isoformat(),
+            "surface": self.surface,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkerControl:
+        return cls(
+            action=str(data["action"]),
+            by=str(data.get("by", "")),
+            at=datetime.fromisoformat(data["at"]),
+            surface=str(data.get("surface", "")),
+        )
+
+
+def stronger(old: WorkerControl | None, new: WorkerControl) -> bool:
+    """Whether `new` replaces `old`: always, except a "quiet" after a "stop"."""
+    return old is None or not (old.action == "stop" and new.action != "stop")
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkerRecord:
     """One worker process as it last reported itself.
@@ -65,6 +105,23 @@ class WorkerRecord:
     expires_at: datetime
     held: int = 0
     jobs: tuple[HeldJob, ...] = field(default=())
+    #: The kinds it has a handler for; None when its record does not say (an older release).
+    kinds: tuple[str, ...] | None = None
+    #: What its claims name (docs/deploys.md): each kind and alias it runs, at each stored
+    #: version it can run ("billing.charge" for version 1, "billing.charge@2" above). None:
+    #: a record written before workers recorded it.
+    runs: tuple[str, ...] | None = None
+    #: The operator's request to it (quiet or stop), when one was made; the store adds it
+    #: when it lists workers (the worker's own heartbeat never writes it).
+    control: WorkerControl | None = None
+
+    def can_run(self, kind: str, version: int = 1) -> bool | None:
+        """Whether this worker claims stored jobs of `kind` at `version`; None when its record
+        does not say (written by an older release)."""
+        if self.runs is None:
+            return None
+        key = kind if version <= 1 else f"{kind}@{version}"
+        return key in self.runs
 
     @property
     def busy(self) -> int:
@@ -97,6 +154,9 @@ class WorkerRecord:
                 }
                 for job in self.jobs
             ],
+            **({} if self.kinds is None else {"kinds": list(self.kinds)}),
+            "runs": None if self.runs is None else list(self.runs),
+            **({} if self.control is None else {"control": self.control.as_json()}),
         }
 
     @classmethod
@@ -130,6 +190,11 @@ class WorkerRecord:
                 )
                 for job in data.get("jobs", ())
             ),
+            kinds=None if data.get("kinds") is None else tuple(map(str, data["kinds"])),
+            runs=None if data.get("runs") is None else tuple(str(k) for k in data["runs"]),
+            control=None
+            if data.get("control") is None
+            else WorkerControl.from_json(data["control"]),
         )
 
 
@@ -145,6 +210,12 @@ _memory_lock = threading.Lock()
 class MemoryWorkers:
     """The memory store's worker records (a mixin of `MemoryStore`): one dict, its own lock."""
 
+    def _control_table(self) -> dict[str, WorkerControl]:
+        table: dict[str, WorkerControl] | None = self.__dict__.get("_worker_controls")
+        if table is None:
+            table = self.__dict__.setdefault("_worker_controls", {})
+        return table
+
     def _worker_table(self) -> dict[str, WorkerRecord]:
         table: dict[str, WorkerRecord] | None = self.__dict__.get("_workers")
         if table is None:
@@ -157,12 +228,34 @@ class MemoryWorkers:
 
     def workers(self, *, now: datetime) -> list[WorkerRecord]:
         with _memory_lock:
-            found = [w for w in self._worker_table().values() if w.expires_at > now]
+            controls = self._control_table()
+            found = [
+                replace(w, control=controls.get(w.id))
+                for w in self._worker_table().values()
+                if w.expires_at > now
+            ]
         return sorted(found, key=worker_order)
 
     def remove_worker(self, worker_id: str) -> bool:
         with _memory_lock:
+            self._control_table().pop(worker_id, None)
             return self._worker_table().pop(worker_id, None) is not None
+
+    def request_worker_control(
+        self, worker_id: str, control: WorkerControl, *, now: datetime
+    ) -> bool:
+        with _memory_lock:
+            worker = self._worker_table().get(worker_id)
+            if worker is None or worker.expires_at <= now:
+                return False
+            controls = self._control_table()
+            if stronger(controls.get(worker_id), control):
+                controls[worker_id] = control
+            return True
+
+    def worker_control(self, worker_id: str) -> WorkerControl | None:
+        with _memory_lock:
+            return self._control_table().get(worker_id)
 
     def prune_workers(self, *, now: datetime) -> int:
         with _memory_lock:
@@ -170,4 +263,5 @@ class MemoryWorkers:
             expired = [key for key, w in table.items() if w.expires_at <= now]
             for key in expired:
                 del table[key]
+                self._control_table().pop(key, None)
             return len(expired)

@@ -7,13 +7,18 @@ running in the store, so only then may its pool count the slot as free for a new
 write that fails (the store does not answer) is retried with backoff until its patience runs
 out (or the stop's deadline passes); then the outcome is recorded as unsaved and the job runs
 again after its lease (at least once: never lost).
+
+On a store whose queues fail apart (`Store.queues_fail_apart`: a Redis Cluster, where each
+queue lives on one master), `QueueCompleters` gives each queue a completer of its own: a
+write that waits out one master's failover then holds up only the outcomes of that master's
+queues, and the pools of the other queues free their slots as their own outcomes are saved.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from anole_jobs.background import BackgroundThread
 from anole_jobs.clock import monotonic
@@ -30,8 +35,8 @@ SAVE_PATIENCE = 10.0  # seconds a write is retried while running normally
 class Completer(BackgroundThread):
     name = "anole-completer"
 
-    def __init__(self, service: JobService, outcomes: Outcomes) -> None:
-        super().__init__()
+    def __init__(self, service: JobService, outcomes: Outcomes, *, name: str | None = None) -> None:
+        super().__init__(name=name)
         self.service = service
         self.outcomes = outcomes
         self._cond = threading.Condition()
@@ -120,3 +125,37 @@ class Completer(BackgroundThread):
             settled()
         with self._cond:
             self._pending.extendleft(reversed(keep))
+
+
+class QueueCompleters(Completer):
+    """One `Completer` per queue (see the module docstring), behind the completer's own
+    interface: `submit` routes each attempt to its queue's completer (this one writes for a
+    queue that has none)."""
+
+    def __init__(self, service: JobService, outcomes: Outcomes, queues: Iterable[str]) -> None:
+        super().__init__(service, outcomes)
+        self.lanes = {
+            queue: Completer(service, outcomes, name=f"anole-completer-{queue}") for queue in queues
+        }
+
+    def submit(self, attempt: Attempt, settled: Settled) -> None:
+        lane = self.lanes.get(attempt.claimed.record.queue)
+        if lane is None:
+            super().submit(attempt, settled)
+        else:
+            lane.submit(attempt, settled)
+
+    def start(self) -> None:
+        super().start()
+        for lane in self.lanes.values():
+            lane.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Every lane writes what is pending, in parallel, within `timeout` seconds in all."""
+        deadline = monotonic() + max(timeout, 0.0)
+        lanes: list[Completer] = [self, *self.lanes.values()]
+        for lane in lanes:
+            with lane._cond:
+                lane._deadline = deadline
+            lane.request_stop()
+        return all([lane.join(deadline - monotonic()) for lane in lanes])

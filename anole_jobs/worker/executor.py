@@ -19,8 +19,10 @@ runtime and `jobs.step()` enforce it alike (an async handler's `await` is bounde
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -30,18 +32,20 @@ from typing import Any
 
 from django.db import transaction
 
-from anole_jobs import codec, events, reporting, tracing
+from anole_jobs import codec, deploys, encryption, events, offload, reporting, timeline, tracing
 from anole_jobs.backoff import default_backoff
 from anole_jobs.clock import monotonic
 from anole_jobs.core import ErrorEntry
-from anole_jobs.errors import Canceled, Discard, ResultTooLarge, RetryIn, Snooze
+from anole_jobs.errors import Canceled, Discard, ResultTooLarge, RetryIn, SignalTimeout, Snooze
 from anole_jobs.job import Job
+from anole_jobs.jsontext import compact
 from anole_jobs.kinds import HandlerSpec
 from anole_jobs.records import Outcome, encode_result
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob, Finish
-from anole_jobs.worker import drained
+from anole_jobs.worker import aloop, drained, joblog
 from anole_jobs.worker.cancel import CancelScope, cancel_on_queries
+from anole_jobs.worker.durable import DurableRun, on_a_thread
 from anole_jobs.worker.outcomes import Attempt, give_back
 
 logger = logging.getLogger("anole_jobs.worker")
@@ -51,24 +55,81 @@ TRACEBACK_CHARS = 4000
 MESSAGE_CHARS = 2000
 
 
+#: `job.progress` stores a report at most this often (seconds) while the handler runs; the
+#: last one of an attempt rides on the write that ends it.
+PROGRESS_EVERY = 1.0
+
+
 #: The longest delay a kind's own backoff may return: far past any retry anyone waits for,
 #: and short enough that the retry's time stays a date (`now + delay` past the year 9999
 #: raises OverflowError, which would fail the run's write every time it ran again).
 LONGEST_BACKOFF = timedelta(days=365_000)
 
 
+#: `_acall`'s default: the args are decoded there (the thread of `jobs.step()` decoded them).
+_UNDECODED: Any = object()
+
+
+#: An attempt about to call its handler (see `Executor._prepare`): its claim, handler, `Job`,
+#: control, span, start (monotonic) and what upcasting its stored args raised
+#: (docs/deploys.md: the attempt fails with it). A tuple: one is made per attempt.
+_Prepared = tuple[
+    ClaimedJob, HandlerSpec, Job, "_Control", tracing.RunSpan, float, BaseException | None
+]
+
+
 class _Control:
     """The `RunControl` a `Job` delegates waits and transactional completion to."""
+
+    # Class defaults for what most attempts never set (one assignment each saved per job).
+    completion_requested = False
+    completion_committed = False
+    #: When the handler started: its write records it as the job's `attempted_at`.
+    started_at: datetime | None = None
+    #: The handler's last `job.progress` (JSON text; the run's end writes it again, so a
+    #: report stored from a pool thread can never be the last one lost), and when
+    #: (monotonic) one was last stored.
+    progress_last: str | None = None
+    progress_stored = float("-inf")
+    #: The attempt's log records (None: the job's log is off).
+    log: joblog.Capture | None = None
+    #: Its durable steps' bookkeeping, made by the first step, sleep or wait.
+    _durable: DurableRun | None = None
 
     def __init__(self, executor: Executor, claimed: ClaimedJob, scope: CancelScope) -> None:
         self.executor = executor
         self.claimed = claimed
         self.scope = scope
-        self.completion_requested = False
-        self.completion_committed = False
         self.meta = dict(claimed.record.meta)
-        #: When the handler started: its write records it as the job's `attempted_at`.
-        self.started_at: datetime | None = None
+
+    def progress(self, done: object, total: object, message: object) -> None:
+        entry = timeline.progress_entry(done, total, message, self.executor.service.clock())
+        text = timeline.encode(entry)
+        moment = monotonic()
+        self.progress_last = text  # stored with the run's end in any case
+        if moment - self.progress_stored < PROGRESS_EVERY:
+            return
+        self.progress_stored = moment
+        store, run = self.executor.service.store, self.claimed.run
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            _store_progress(store, run, text, close=False)
+            return
+        # An async handler: the loop must not wait for the store (nor may Django's database
+        # calls run on it), so the report goes to the loop's thread pool.
+        loop.run_in_executor(None, _store_progress, store, run, text)
+
+    def timeline_of(self, finish: Finish, outcome: str) -> Finish:
+        """`finish` with the attempt's timeline: its outcome, last progress and log."""
+        log = self.log
+        return replace(
+            finish,
+            outcome=timeline.attempt_outcome(outcome),
+            progress=self.progress_last,
+            logs=log.encoded() if log is not None else None,
+            logs_kept=log.keep if log is not None else 0,
+        )
 
     def sleep(self, delay: timedelta) -> None:
         self.scope.sleep(delay)
@@ -78,20 +139,68 @@ class _Control:
 
     def record_output(self, output: Any) -> None:
         self.scope.check()
-        meta = {**self.meta, "output": output}
-        if not self.executor.service.store.update_meta(self.claimed.run, meta):
-            raise Canceled("lost")  # the job moved on without this run: write nothing for it
-        self.meta = meta
+        self._write_meta({**self.meta, "output": output})
 
     def record_meta(self, key: str, value: Any) -> None:
         # No cancel check: bookkeeping may follow a timeout; the fence refuses a stale run.
-        meta = {**self.meta, key: value}
-        if not self.executor.service.store.update_meta(self.claimed.run, meta):
-            raise Canceled("lost")
+        self._write_meta({**self.meta, key: value})
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        store = self.executor.service.store
+        # An async handler's call is made off the loop on the database store (see on_a_thread).
+        if not on_a_thread(store, store.update_meta, self.claimed.run, meta):
+            raise Canceled("lost")  # the job moved on without this run: write nothing for it
         self.meta = meta
 
     def dependency_results(self) -> dict[str, Any]:
-        return self.executor.service.store.dependency_results(self.claimed.record.id)
+        service = self.executor.service
+        results = on_a_thread(
+            service.store, service.store.dependency_results, self.claimed.record.id
+        )
+        return {name: service.open_value(value) for name, value in results.items()}
+
+    # -- durable execution (see worker/durable.py) ---------------------------------------------
+    @property
+    def durable(self) -> DurableRun:
+        durable = self._durable
+        if durable is None:
+            durable = self._durable = DurableRun(
+                self.executor.service, self.claimed, self.scope, lambda: self.started_at
+            )
+        return durable
+
+    @property
+    def parked(self) -> bool:
+        durable = self._durable
+        return durable is not None and durable.parked
+
+    def step(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        atomic: bool,
+    ) -> Any:
+        return self.durable.step(name, fn, args, kwargs, atomic=atomic)
+
+    async def astep(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        atomic: bool,
+    ) -> Any:
+        return await self.durable.astep(name, fn, args, kwargs, atomic=atomic)
+
+    def sleep_until(self, name: str, when: datetime | None, delay: timedelta | None) -> None:
+        self.durable.sleep_until(name, when, delay)
+
+    def wait_for_signal(self, name: str, timeout: timedelta) -> Any:
+        return self.durable.wait_for_signal(name, timeout)
 
     def complete_in(self, using: str) -> None:
         service = self.executor.service
@@ -104,6 +213,7 @@ class _Control:
             at=now,
             started_at=self.started_at,
         )
+        finish = self.timeline_of(finish, "completed")
         (written,) = service.store.finish([finish])
         if not written:
             # The job moved on without this run (rescued, cancelled, retried): refuse inside
@@ -131,6 +241,7 @@ class Executor:
         self.manual = manual
         self.rand = rand
         self.reporting = reporting.ErrorReporting(service.settings.error_reporter)
+        self.log_lines = service.settings.job_log_lines
 
     def start_span(self, claimed: ClaimedJob) -> tracing.RunSpan:
         record = claimed.record
@@ -151,20 +262,106 @@ class Executor:
         span: tracing.RunSpan | None = None,
     ) -> Attempt:
         scope = scope or CancelScope(waits=not self.manual)
+        prepared = self._prepare(claimed, scope, span)
+        if isinstance(prepared, Attempt):
+            return prepared
+        _, handler, job, control, span, _, upcast_error = prepared
+        error: BaseException | None = None
+        value: Any = None
+        # The job's log: what any logger emits in this thread (and the handler's tasks).
+        log = control.log = joblog.begin(self.log_lines, claimed.run.attempt, self.service.clock)
+        try:
+            with span.activate():
+                if upcast_error is not None:
+                    raise upcast_error
+                value = self._call(handler, job, scope)
+        except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
+            # SystemExit, KeyboardInterrupt, GeneratorExit and a user's own BaseException too:
+            # a handler cannot stop its worker; it fails its attempt like any error. (Signals
+            # reach only the main thread; `jobs.step()` tells a real Ctrl-C apart itself.)
+            error = exc
+        finally:
+            joblog.end(log)
+        return self._conclude(prepared, scope, error, value, count_drains=True)
+
+    async def arun(
+        self, claimed: ClaimedJob, scope: CancelScope, span: tracing.RunSpan | None = None
+    ) -> Attempt:
+        """`run` for an `async def` handler, as a task on the process's loop (`aloop`): the
+        handler's coroutine runs in a task of its own, which a cancel of `scope` (a timeout,
+        a drain, a cancel found by the watch) cancels at once. Nothing here blocks the loop:
+        the rare store call (counting drains) goes to the loop's executor."""
+        prepared = self._prepare(claimed, scope, span)
+        if isinstance(prepared, Attempt):
+            return prepared
+        _, handler, job, control, span, _, upcast_error = prepared
+        error: BaseException | None = None
+        value: Any = None
+        # The job's log: this task's records (and its own tasks'), kept apart from the other
+        # jobs on the loop by the task's context.
+        log = control.log = joblog.begin(self.log_lines, claimed.run.attempt, self.service.clock)
+        try:
+            with span.activate():
+                if upcast_error is not None:
+                    raise upcast_error
+                value = await self._acall(handler, job, scope)
+        except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
+            error = exc
+        finally:
+            joblog.end(log)
+        attempt = self._conclude(prepared, scope, error, value, count_drains=False)
+        if attempt.outcome == "interrupted" or (
+            attempt.finish is not None and drained.KEY in control.meta
+        ):
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(
+                None,
+                _closing_connections,
+                self._count_drains,
+                claimed,
+                control,
+                attempt.outcome,
+                attempt.finish,
+            )
+        return attempt
+
+    def _prepare(
+        self, claimed: ClaimedJob, scope: CancelScope, span: tracing.RunSpan | None
+    ) -> _Prepared | Attempt:
+        """Everything before the handler's call; an `Attempt` when there is nothing to call."""
         record = claimed.record
         started = monotonic()
-        handler = self.service.registry.handler(record.kind)
+        handler = self.service.registry.resolve(record.kind)
         if handler is None:
             # Claims name the handled kinds, so this is a handler removed since: give it back.
             back = give_back(claimed.run, self.service.clock())
             return Attempt(claimed=claimed, outcome="interrupted", finish=back, seconds=0.0)
         span = span or self.start_span(claimed)
         control = _Control(self, claimed, scope)
+        upcast_error: BaseException | None = None
+        args = record.args
+        try:
+            # Plain args (the common case) are told apart by their keys alone: a reference
+            # has one key, sealed args two, each with its own marker.
+            if not (
+                type(args) is dict
+                and (len(args) > 2 or (offload.REF not in args and encryption.MARK not in args))
+            ):
+                if offload.is_ref(args):  # kept in a storage (docs/offload.md)
+                    args = offload.load(args)
+                    record = replace(record, args=args)
+                if encryption.is_sealed(args):  # stored encrypted (docs/encryption.md)
+                    args = encryption.open_sealed(args, self.service.settings.encryption_keys)
+                    record = replace(record, args=args)
+            if record.version < handler.kind.version:  # stored by older code (docs/deploys.md)
+                args = deploys.upcast_args(handler, self.service.registry, record)
+        except Exception as exc:  # noqa: BLE001 - an upcaster's error fails the attempt
+            upcast_error = exc
         job = Job(
             id=record.id,
-            kind=record.kind,
+            kind=handler.kind.name,
             queue=record.queue,
-            args=record.args,
+            args=args,
             meta=record.meta,
             attempt=record.attempt,
             max_attempts=record.max_attempts,
@@ -188,17 +385,25 @@ class Executor:
             job_id=record.id,
             attempt=claimed.run.attempt,
         )
-        error: BaseException | None = None
-        value: Any = None
-        try:
-            with span.activate():
-                value = self._call(handler, job, scope)
-        except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
-            # SystemExit, KeyboardInterrupt, GeneratorExit and a user's own BaseException too:
-            # a handler cannot stop its worker; it fails its attempt like any error. (Signals
-            # reach only the main thread; `jobs.step()` tells a real Ctrl-C apart itself.)
-            error = exc
+        return (claimed, handler, job, control, span, started, upcast_error)
+
+    def _conclude(
+        self,
+        prepared: _Prepared,
+        scope: CancelScope,
+        error: BaseException | None,
+        value: Any,
+        *,
+        count_drains: bool,
+    ) -> Attempt:
+        """Everything after the handler's call: the outcome and the write that records it."""
+        claimed, handler, job, control, span, started, _ = prepared
         seconds = monotonic() - started
+        if control.parked:
+            # A durable sleep or wait wrote the job back `scheduled` itself.
+            return Attempt(
+                claimed=claimed, outcome="snoozed", finish=None, seconds=seconds, span=span
+            )
         if control.completion_requested:
             return self._after_complete_in(claimed, control, error, seconds, span)
         if error is None and value is not None:
@@ -208,15 +413,42 @@ class Executor:
                     limit=self.service.settings.max_result_bytes,
                     where=f"the handler of {job.kind}",
                 )
-            except (TypeError, ResultTooLarge) as exc:
+                if handler.kind.encrypt:
+                    keys = self.service.settings.encryption_keys
+                    value = compact(encryption.seal_text(value, keys))
+                ref = offload.maybe_put(value, self.service.settings.offload)
+                if ref is not None:
+                    value = ref
+            except (TypeError, ResultTooLarge, encryption.EncryptionError, OSError) as exc:
                 error = exc
         started_at = control.started_at
-        outcome, finish = self.decide(
-            claimed, job, handler, error, scope, value, started_at=started_at
-        )
-        if finish is not None and finish.started_at != started_at:
-            finish = replace(finish, started_at=started_at)  # a failure: rare, not the hot path
-        self._count_drains(claimed, control, outcome, finish)
+        if error is None:
+            # The hot path: `decide`'s completion and `timeline_of` in one write (no copy).
+            outcome: Outcome = "completed"
+            log = control.log
+            finish: Finish | None = Finish(
+                run=claimed.run,
+                state="completed",
+                at=self.service.clock(),
+                result=value,
+                started_at=started_at,
+                outcome=timeline.COMPLETED,
+                progress=control.progress_last,
+                logs=log.encoded() if log is not None and log.lines else None,
+                logs_kept=log.keep if log is not None else 0,
+            )
+        else:
+            outcome, finish = self.decide(
+                claimed, job, handler, error, scope, value, started_at=started_at
+            )
+            if finish is not None and finish.started_at != started_at:
+                finish = replace(finish, started_at=started_at)  # a failure: not the hot path
+            if finish is not None:
+                finish = control.timeline_of(finish, outcome)
+        if count_drains and (
+            outcome == "interrupted" or (finish is not None and drained.KEY in control.meta)
+        ):
+            self._count_drains(claimed, control, outcome, finish)
         return Attempt(
             claimed=claimed,
             outcome=outcome,
@@ -240,37 +472,78 @@ class Executor:
             return handler.func(job, args)
 
     def _call_async(self, handler: HandlerSpec, job: Job, args: Any, scope: CancelScope) -> Any:
-        async def guarded() -> tuple[Any, BaseException | None]:
-            # asyncio lets SystemExit and KeyboardInterrupt out of a task through the event
-            # loop itself (leaving the loop's other tasks to be torn down noisily); caught
-            # here, in the handler's own task, they come back as a value and are raised
-            # once the loop has ended cleanly.
+        """An async handler called from a thread (`jobs.step()`): run on the process's loop,
+        this thread waiting for it."""
+        scope.check()
+        if aloop.in_loop_thread():
+            # A handler of the loop stepping jobs itself: a loop of its own, in a thread.
+            return _in_thread(lambda: asyncio.run(self._acall(handler, job, scope, args=args)))
+
+        async def boxed() -> tuple[Any, BaseException | None]:
+            # What the handler raised comes back as a value: a `Canceled` (a CancelledError)
+            # raised through the future would reach this thread as the future's own cancel.
             try:
-                return await handler.func(job, args), None
-            except (SystemExit, KeyboardInterrupt) as exc:
+                return await self._acall(handler, job, scope, args=args), None
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
                 return None, exc
 
-        async def main() -> tuple[Any, BaseException | None]:
-            task = asyncio.ensure_future(guarded())
-            loop = asyncio.get_running_loop()
-
-            def cancel_task() -> None:
-                loop.call_soon_threadsafe(task.cancel)
-
-            scope.on_cancel(cancel_task)
-            try:
-                return await asyncio.wait_for(task, scope.remaining())
-            except TimeoutError:
-                scope.cancel("timeout")
-                raise Canceled("timeout") from None
-            except asyncio.CancelledError:
-                raise Canceled(scope.reason or "canceled") from None
-
-        scope.check()
-        value, escaped = asyncio.run(main())
-        if escaped is not None:
-            raise escaped
+        future = asyncio.run_coroutine_threadsafe(boxed(), aloop.shared_loop())
+        try:
+            value, error = future.result()
+        except BaseException:
+            future.cancel()  # a Ctrl-C in this thread: the handler's task stops too
+            raise
+        if error is not None:
+            raise error
         return value
+
+    async def _acall(
+        self, handler: HandlerSpec, job: Job, scope: CancelScope, *, args: Any = _UNDECODED
+    ) -> Any:
+        """Await the handler in the calling task (the job's own); a cancel of `scope` (from
+        any thread) cancels that task at once, while the handler runs, and a timeout is a
+        timer of the loop."""
+        if args is _UNDECODED:
+            try:
+                args = codec.decode_args(handler.kind.args_type, job.args)
+            except codec.DecodeError as exc:
+                raise Discard(str(exc)) from None
+        scope.check()
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        # Set and read on the loop only: once the handler has ended, a cancel that arrives
+        # later leaves the task alone (its bookkeeping may still await).
+        state = {"armed": True, "requested": False}
+
+        def cancel_on_loop() -> None:
+            if state["armed"] and not state["requested"]:
+                state["requested"] = True
+                task.cancel()
+
+        def cancel_task() -> None:
+            if aloop.in_loop_thread() or loop is _running_loop():
+                cancel_on_loop()
+            else:
+                loop.call_soon_threadsafe(cancel_on_loop)
+
+        scope.on_cancel(cancel_task)
+        remaining = scope.remaining()
+        timer = (
+            loop.call_later(remaining, scope.cancel, "timeout") if remaining is not None else None
+        )
+        try:
+            return await handler.func(job, args)
+        except asyncio.CancelledError:
+            if scope.cancelled:
+                raise Canceled(scope.reason or "canceled") from None
+            raise
+        finally:
+            state["armed"] = False
+            if state["requested"] and task.cancelling():
+                task.uncancel()  # our cancel: the task goes on, to record the outcome
+            if timer is not None:
+                timer.cancel()
 
     # -- decide ------------------------------------------------------------------------------
     def decide(
@@ -352,7 +625,8 @@ class Executor:
         """Tell ``ERROR_REPORTER`` about a failed attempt (docs/observability.md#error-reporting).
 
         The caller calls it once the attempt is handed to its write, in the thread that ran
-        the handler: a slow reporter holds that slot a little longer, never the fenced write.
+        the handler (an async handler's: a thread of the loop's executor, never the loop): a
+        slow reporter holds that slot a little longer, never the fenced write.
         Counted as failed: every attempt that ends `retried` or `dead`, except a retry the
         handler asked for itself (`job.retry_in`) while attempts remain."""
         if attempt.outcome not in ("retried", "dead") or not self.reporting.enabled:
@@ -445,9 +719,68 @@ class Executor:
         return Attempt(claimed=claimed, outcome="lost", finish=None, seconds=seconds, span=span)
 
 
+def _store_progress(store: Any, run: Any, text: str, *, close: bool = True) -> None:
+    """`record_progress`, best effort: a store that does not answer fails no attempt for a
+    report (the run's end stores the last one). From a pool thread of an event loop
+    (`close`), its database connections are closed after."""
+    from anole_jobs.background import close_connections, sharing_store_sessions
+
+    try:
+        if close:  # a pool thread of the loop: the process's shared sessions, not its own
+            with sharing_store_sessions():
+                store.record_progress(run, text)  # False: the run was lost; its end says so
+        else:
+            store.record_progress(run, text)
+    except Exception:  # noqa: BLE001 - see above
+        logger.warning("job %s: its progress could not be stored", run.id, exc_info=True)
+    finally:
+        if close:
+            close_connections()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _closing_connections(func: Callable[..., Any], *args: Any) -> Any:
+    """Call `func` (the runtime's own store calls) in a pool thread of the loop, on the
+    process's shared sessions, then close what that thread opened."""
+    from anole_jobs.background import close_connections, sharing_store_sessions
+
+    try:
+        with sharing_store_sessions():
+            return func(*args)
+    finally:
+        close_connections()
+
+
+def _in_thread(func: Callable[[], Any]) -> Any:
+    """`func()` in a new thread, this one waiting: its value, or what it raised."""
+    box: list[Any] = []
+
+    def call() -> None:
+        try:
+            box.append((func(), None))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            box.append((None, exc))
+
+    thread = threading.Thread(target=call, name="anole-step-async", daemon=True)
+    thread.start()
+    thread.join()
+    value, error = box[0]
+    if error is not None:
+        raise error
+    return value
+
+
 def _type_name(error: BaseException) -> str:
     if isinstance(error, ResultTooLarge):
         return "ResultTooLarge"  # as the runtime's own check names it
+    if isinstance(error, SignalTimeout):
+        return "SignalTimeout"
     cls = type(error)
     if cls.__module__ in ("builtins", "__main__"):
         return cls.__qualname__
@@ -456,12 +789,15 @@ def _type_name(error: BaseException) -> str:
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 _ASYNCIO_DIR = os.path.dirname(os.path.abspath(asyncio.__file__))
+#: The future `jobs.step()` waits on for an async handler run on the process's loop.
+_FUTURES_DIR = os.path.dirname(os.path.abspath(concurrent.futures.__file__))
 
 
 def _from_handler(tb: TracebackType | None) -> TracebackType | None:
-    """`tb` less its leading frames of the runtime (and of asyncio, for an async handler)."""
+    """`tb` less its leading frames of the runtime (and of asyncio and the future waited on,
+    for an async handler)."""
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(
-        (_RUNTIME_DIR, _ASYNCIO_DIR)
+        (_RUNTIME_DIR, _ASYNCIO_DIR, _FUTURES_DIR)
     ):
         tb = tb.tb_next
     return tb
@@ -472,7 +808,7 @@ def _short_traceback(error: BaseException) -> str:
     frames = [
         frame
         for frame in traceback.extract_tb(error.__traceback__)
-        if not os.path.abspath(frame.filename).startswith(_RUNTIME_DIR)
+        if not os.path.abspath(frame.filename).startswith((_RUNTIME_DIR, _FUTURES_DIR))
     ][-TRACEBACK_FRAMES:]
     text = "".join(traceback.format_list(frames)) + "".join(
         traceback.format_exception_only(type(error), error)

@@ -23,6 +23,7 @@ from typing import Any
 
 from anole_jobs import events
 from anole_jobs.core import ErrorEntry
+from anole_jobs.leaninit import lean_init
 from anole_jobs.records import Outcome
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob, Finish, RunRef
@@ -38,6 +39,7 @@ def give_back(run: RunRef, now: datetime) -> Finish:
     return Finish(run=run, state="available", at=now, scheduled_at=now, give_back_attempt=True)
 
 
+@lean_init
 @dataclass(frozen=True, kw_only=True)
 class Attempt:
     """How one run ended, before its write: the outcome and the `Finish` that records it

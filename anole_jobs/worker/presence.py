@@ -110,6 +110,8 @@ class Presence:
             expires_at=now + self.ttl,
             held=len(held),
             jobs=tuple(held[:LISTED_JOBS_MAX]),
+            kinds=tuple(sorted(self.service.registry.handled_kinds())),
+            runs=tuple(sorted(self.service.registry.claim_keys())),
         )
 
     def record(self) -> WorkerRecord:

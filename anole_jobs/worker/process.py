@@ -12,6 +12,7 @@ recycling limit claims nothing more, lets its running jobs finish, drains and ex
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from anole_jobs import events, metrics
 from anole_jobs.background import THREAD_DIED_EXIT, set_death_handler, start_thread
-from anole_jobs.worker import recycle
+from anole_jobs.worker import gctune, recycle
 from anole_jobs.worker.supervisor import DRAIN, GIVE_BACK, RECYCLE_EXIT
 
 if TYPE_CHECKING:
@@ -43,11 +44,19 @@ class WorkerProcess:
     drains, and returns the exit status (0, `RECYCLE_EXIT`, or `THREAD_DIED_EXIT` when a
     background thread died)."""
 
-    def __init__(self, limits: recycle.RecycleLimits, *, supervised: int | None) -> None:
+    def __init__(
+        self,
+        limits: recycle.RecycleLimits,
+        *,
+        supervised: int | None,
+        gc_threshold: int = gctune.DEFAULT_THRESHOLD,
+    ) -> None:
         self.limits = limits
         self.supervised = supervised
+        self.gc_threshold = gc_threshold
         self.signals = Signals()
         self.runtime: Runtime | None = None
+        self.gc_tuned: gctune.Tuned | None = None
 
     def start(self, start_runtime: Callable[[], Runtime]) -> None:
         signals = self.signals
@@ -58,6 +67,11 @@ class WorkerProcess:
         if self.supervised is not None:
             listen_to_supervisor(signals)
         self.runtime = signals.runtime = start_runtime()
+        # Once the runtime is up: what start-up made is frozen out of the collector's walks.
+        self.gc_tuned = gctune.tune(self.gc_threshold)
+        # An operator's "stop" (the workers page, the JSON route, the CLI) drains as a first
+        # SIGTERM does.
+        self.runtime.control.on_stop = signals.request_drain
 
     def run(self, bus: events.EventBus, *, forget: Callable[[], None]) -> int:
         """Serve until asked to stop, drain, and return the exit status. `forget` lets the
@@ -73,7 +87,7 @@ class WorkerProcess:
         signals.wait()
         recycled = signals.recycling is not None and not signals.received and signals.died is None
         if recycled:
-            given_back = recycle.stop_claiming(runtime)
+            given_back = runtime.stop_claiming()
             logger.info(
                 "runjobs: recycling after %s: claiming nothing more (%d job(s) claimed but not "
                 "started given back); waiting for %d running job(s) to finish",
@@ -81,7 +95,7 @@ class WorkerProcess:
                 given_back,
                 runtime.runs.count(),
             )
-            recycle.wait_idle(runtime, lambda: signals.received, RECYCLE_RECHECK)
+            recycle.wait_idle(runtime.runs, lambda: signals.received, RECYCLE_RECHECK)
             recycled = not signals.received
         if signals.died is not None and not signals.received:
             reason = f"runjobs: background thread {signals.died} died"
@@ -99,6 +113,8 @@ class WorkerProcess:
             unsubscribe()
         forget()  # the runtime has stopped: this only forgets it
         metrics.process_exited()
+        gctune.undo(self.gc_tuned)  # the process may live on (tests run runjobs in-process)
+        self.gc_tuned = None
         if signals.died is not None:
             logger.critical(
                 "runjobs: stopped after background thread %s died; exiting with status %d so "
@@ -179,27 +195,37 @@ class Signals:
         # interrupts it (inside Event.wait), and then the process never drains. os.write and
         # os.read take no Python lock.
         self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)  # as `signal.set_wakeup_fd` requires
 
     def install(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        # The interpreter's own C-level handler writes to the pipe too. Without it, a signal
+        # that lands just before `wait` blocks in os.read (after the last point where Python
+        # runs its handlers) leaves the read blocked with the handler not yet run: the
+        # process never drains (seen once in a few thousand idle starts and stops).
+        signal.set_wakeup_fd(self._wake_write, warn_on_full_buffer=False)
 
     def wait(self) -> None:
         """Block the main thread until the first SIGTERM or SIGINT."""
         while not self.received and self.recycling is None and self.died is None:
             os.read(self._wake_read, 1)  # retried after each signal handler (PEP 475)
 
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # full: the main thread wakes anyway
+            os.write(self._wake_write, b"!")
+
     def thread_died(self, name: str, exc: BaseException) -> None:
         """The death handler (called from the dying thread): wake the main thread, which
         drains and exits with `THREAD_DIED_EXIT`."""
         if self.died is None:
             self.died = name
-            os.write(self._wake_write, b"!")
+            self._wake()
 
     def recycle(self, reason: str) -> None:
         """Past a recycling limit (called from a worker thread): wake the main thread."""
         self.recycling = reason
-        os.write(self._wake_write, b"!")
+        self._wake()
 
     def request_drain(self, why: str) -> None:
         """Drain (idempotent): a first signal, or the supervisor's request."""
@@ -207,7 +233,7 @@ class Signals:
             return
         self.first = why
         self.received = True
-        os.write(self._wake_write, b"!")
+        self._wake()
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.count += 1

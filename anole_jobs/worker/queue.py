@@ -34,12 +34,22 @@ highest priority first: the announced job, then maybe the next few of the queue)
 held ahead of slow jobs, so they never use the lane: a slot's next job is still claimed when
 the slot is free.
 
-Slots are daemon threads: a sync handler that never reaches a wait cannot keep the process
-alive past its drain deadline (the exit bound in `runner`).
+A queue's `concurrency` counts its running jobs, sync and async alike: a job starts when one
+of the `concurrency` slots is free. A sync job's slot runs in a thread (slot threads are made
+as sync jobs need them, never more than `concurrency`, and wait for the next sync job once
+made); an async job's runs as a task on the process's event loop (`aloop`), without a thread,
+so a queue of concurrency 1000 runs a thousand async jobs at once with a handful of threads.
+Sync and async kinds share a queue. Cancels of running async jobs made elsewhere are looked
+for by the pool's `CancelWatch`, which cancels their tasks at once.
+
+Slot threads are daemon threads: a sync handler that never reaches a wait cannot keep the
+process alive past its drain deadline (the exit bound in `runner`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import heapq
 import itertools
 import logging
@@ -47,7 +57,7 @@ import queue as queue_module
 import threading
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from anole_jobs.background import BackgroundThread, start_thread
 from anole_jobs.clock import monotonic
@@ -55,11 +65,12 @@ from anole_jobs.conf import QueueConfig
 from anole_jobs.limits import Limits
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
-from anole_jobs.worker import claims
+from anole_jobs.worker import aloop, claims
 from anole_jobs.worker.cancel import CancelScope, install_query_checks
+from anole_jobs.worker.cancelwatch import CancelWatch
 from anole_jobs.worker.completer import Completer
 from anole_jobs.worker.executor import Executor
-from anole_jobs.worker.outcomes import give_back
+from anole_jobs.worker.outcomes import Attempt, give_back
 from anole_jobs.worker.runs import Run, RunRegistry
 
 logger = logging.getLogger("anole_jobs.worker")
@@ -194,8 +205,8 @@ class QueueWorker:
         self.worker_name = worker_name
         self.poll_interval = poll_interval
         #: The claimed jobs no slot has started: a heap of (-priority, claim order, run), so
-        #: slots start the highest priority first. `_inbox` holds one token per job put
-        #: there (a slot takes a token, then the heap's first job), or `_STOP`.
+        #: slots start the highest priority first. `_inbox` holds the sync jobs started
+        #: for the slot threads, (run, slot index) each, or `_STOP`.
         self._held: list[tuple[int, int, Run]] = []
         self._held_lock = threading.Lock()
         self._order = itertools.count()
@@ -224,13 +235,23 @@ class QueueWorker:
         self._runtime_limits = claims.RuntimeLimitsLookup(service, RUNTIME_LIMITS_EVERY)
         self.subscription = service.store.subscribe([config.name])
         self.dispatcher = Dispatcher(self)
+        #: Slot threads (for sync jobs), made as they are needed: see `_start_ready`.
         self._threads: list[threading.Thread] = []
+        #: Slots free to start a held job (their indices), and slot threads waiting for a
+        #: sync job: both under `_held_lock`.
+        self._free_slots = list(range(config.concurrency - 1, -1, -1))
+        self._idle_threads = 0
+        self._running = False  # set by `start`: a pool not started only holds what it claims
+        self._released = False
+        self.cancels = CancelWatch(service, config.name)
+        #: What each async job's context starts from: the context the pool was made in.
+        self._context = contextvars.copy_context()
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        for index in range(self.config.concurrency):
-            thread = start_thread(self._slot, args=(index,), name=f"anole-{self.name}-{index}")
-            self._threads.append(thread)
+        with self._held_lock:
+            self._running = True
+        self._start_ready()
         self.dispatcher.start()
 
     def stop_claiming(self) -> None:
@@ -253,8 +274,12 @@ class QueueWorker:
         return taken  # (their tokens stay in the inbox: a slot that takes one finds none)
 
     def release_slots(self) -> None:
-        for _ in self._threads:
+        with self._held_lock:
+            self._released = True
+            threads = len(self._threads)
+        for _ in range(threads):
             self._inbox.put(_STOP)
+        self.cancels.stop()
 
     # -- dispatching -----------------------------------------------------------------------
     def limits_in_force(self) -> Limits | None:
@@ -462,8 +487,7 @@ class QueueWorker:
         with self._held_lock:
             for run in runs:
                 heapq.heappush(self._held, (-run.claimed.record.priority, next(order), run))
-        for _ in runs:
-            self._inbox.put(None)
+        self._start_ready()
 
     def give_back(self, claimed: list[ClaimedJob]) -> None:
         """Put claimed jobs that never started back (fenced, attempt not counted)."""
@@ -490,7 +514,58 @@ class QueueWorker:
             self.service.store.wakeups.wake([self.name])
 
     # -- running ---------------------------------------------------------------------------
-    def _slot(self, index: int) -> None:
+    def _start_ready(self, *, freed: int | None = None) -> tuple[Run, int] | None:
+        """Start held jobs while slots are free, highest priority first: an async one as a
+        task on the loop, a sync one in a slot thread (made when none waits). With `freed`
+        (from the slot thread that just ran a job in that slot), the slot is free again and
+        the thread counted idle in the same step (so no thread is made meanwhile), and the
+        first sync job is that thread's own, returned to it: no hand-off through the inbox,
+        which would wake another thread for it while this one goes to sleep."""
+        tasks: list[tuple[Run, int]] = []
+        mine: tuple[Run, int] | None = None
+        take = freed is not None
+        handler_of = self.service.registry.handler
+        with self._held_lock:
+            held, free = self._held, self._free_slots  # under the lock: a drain takes `_held`
+            if freed is not None:
+                free.append(freed)
+                self._idle_threads += 1
+            while held and free and self._running and not self._released:
+                run = heapq.heappop(held)[2]
+                index = free.pop()
+                handler = handler_of(run.claimed.record.kind)
+                if handler is not None and handler.is_async:
+                    tasks.append((run, index))
+                    continue
+                if take and mine is None and self._idle_threads:
+                    self._idle_threads -= 1
+                    mine = (run, index)
+                    continue
+                self._inbox.put((run, index))
+                if self._idle_threads:
+                    self._idle_threads -= 1
+                else:
+                    number = len(self._threads)
+                    self._threads.append(
+                        start_thread(self._slot, name=f"anole-{self.name}-{number}")
+                    )
+        if tasks:
+            loop = aloop.shared_loop()
+            if aloop.in_loop_thread():
+                self._spawn_tasks(tasks)
+            else:
+                loop.call_soon_threadsafe(self._spawn_tasks, tasks)
+        return mine
+
+    def _spawn_tasks(self, tasks: list[tuple[Run, int]]) -> None:
+        """On the loop: one task per async job, each in a context of its own, copied from
+        the pool's (never from the job whose end started it)."""
+        loop = asyncio.get_running_loop()
+        for run, index in tasks:
+            loop.create_task(self._run_async(run, index), context=self._context.copy())
+
+    def _slot(self) -> None:
+        """A slot thread: runs the sync jobs `_start_ready` hands it, one after another."""
         from django.db import close_old_connections
 
         from anole_jobs.background import close_connections
@@ -498,20 +573,49 @@ class QueueWorker:
         install_query_checks()
         close_old_connections()  # as a request starts; after that, once after each run
         while True:
-            if self._inbox.get() is _STOP:
+            item = self._inbox.get()
+            if item is _STOP:
                 break
-            try:
-                self._take_and_run(index, close_old_connections)
-            except Exception:  # noqa: BLE001 - a slot lives as long as its pool
-                logger.exception("queue %s: slot %d failed between two jobs", self.name, index)
+            mine: tuple[Run, int] | None = cast("tuple[Run, int]", item)
+            while mine is not None:
+                run, index = mine
+                try:
+                    self._take_and_run(run, index, close_old_connections)
+                except Exception:  # noqa: BLE001 - a slot lives as long as its pool
+                    logger.exception("queue %s: slot %d failed between two jobs", self.name, index)
+                except BaseException:
+                    self._slot_ended(index, thread=True)  # whatever happened: never a slot lost
+                    raise
+                # The slot is free again, and the next held job (if any) this thread's.
+                mine = self._next_for(index)
         close_connections()
 
-    def _take_and_run(self, index: int, close_old_connections: Any) -> None:
-        """Run the held job a token stands for (if the drain left it)."""
+    def _next_for(self, index: int) -> tuple[Run, int] | None:
+        """`_start_ready(freed=index)`, for the slot thread that just ran a job in slot
+        `index`: when the next held job is a sync one, it is this thread's, in the same slot,
+        under one lock and nothing else to do (no other slot can be free while jobs are
+        held: every change of either starts what it can)."""
         with self._held_lock:
-            if not self._held:
-                return  # the drain took the job this token was for
-            run = heapq.heappop(self._held)[2]
+            held = self._held
+            if held and self._running and not self._released:
+                run = held[0][2]
+                handler = self.service.registry.handler(run.claimed.record.kind)
+                if handler is None or not handler.is_async:
+                    heapq.heappop(held)
+                    return (run, index)
+        return self._start_ready(freed=index)
+
+    def _slot_ended(self, index: int, *, thread: bool = False) -> None:
+        """Slot `index` is free again (and, with `thread`, the slot thread that ran its job
+        waits for the next: counted idle in the same step, so no thread is made meanwhile)."""
+        with self._held_lock:
+            self._free_slots.append(index)
+            if thread:
+                self._idle_threads += 1
+
+    def _take_and_run(self, run: Run, index: int, close_old_connections: Any) -> None:
+        """Run a held sync job in this slot thread (if the drain left it); the caller frees
+        the slot after (`_start_ready(freed=index)`), whatever this raised."""
         if run.ended:
             # The drain already gave it back before any slot started it.
             self._release(run)
@@ -529,9 +633,9 @@ class QueueWorker:
             if not handed_on:  # else the completer calls `_settled` once it wrote
                 self._settled()
 
-    def _run(self, run: Run, index: int) -> bool:
-        """Run one claimed job in this slot; True once its outcome is the completer's to
-        write (then the completer settles it), False when nothing was handed on."""
+    def _hand_on(self, run: Run, attempt: Attempt) -> tuple[bool, bool]:
+        """Pass a finished attempt to the completer if its outcome is still the one to
+        record: (handed to the completer, the completer settles it)."""
         handed_on = False
 
         def hand_on() -> None:
@@ -545,13 +649,50 @@ class QueueWorker:
                 self.completer.submit(attempt, self._settled)
                 handed_on = True
 
+        finished = run.finish_by_handler(hand_on)
+        return finished, handed_on
+
+    def _run(self, run: Run, index: int) -> bool:
+        """Run one claimed job in this slot; True once its outcome is the completer's to
+        write (then the completer settles it), False when nothing was handed on."""
+        handed_on = False
         try:
             run.span = self.executor.start_span(run.claimed)
             attempt = self.executor.run(run.claimed, run.scope, run.span)
             self._slot_work[index] += attempt.seconds
-            if run.finish_by_handler(hand_on):
+            finished, handed_on = self._hand_on(run, attempt)
+            if finished:
                 self.executor.report(attempt)  # after the hand-off: never delays the write
         except BaseException:  # noqa: BLE001 - a bug here must not kill the slot
             # (the executor already turns whatever a handler raises into its attempt)
             logger.exception("job %s: the runtime failed around its handler", run.claimed.record.id)
         return handed_on
+
+    async def _run_async(self, run: Run, index: int) -> None:
+        """Run one claimed async job as a task of the loop, in slot `index`."""
+        handed_on = False
+        if run.ended:
+            self._release(run)
+            self._slot_ended(index)
+            self._start_ready()
+            return
+        self._slot_started[index] = monotonic()
+        self.cancels.add(run)
+        try:
+            run.span = self.executor.start_span(run.claimed)
+            attempt = await self.executor.arun(run.claimed, run.scope, run.span)
+            self._slot_work[index] += attempt.seconds
+            finished, handed_on = self._hand_on(run, attempt)
+            if finished and attempt.outcome in ("retried", "dead"):
+                # The error reporter may block: in the loop's executor, after the hand-off.
+                asyncio.get_running_loop().run_in_executor(None, self.executor.report, attempt)
+        except BaseException:  # noqa: BLE001 - a bug here must not kill the pool
+            logger.exception("job %s: the runtime failed around its handler", run.claimed.record.id)
+        finally:
+            self.cancels.discard(run)
+            self._slot_started[index] = None
+            self.runs.remove(run)
+            self._slot_ended(index)
+            if not handed_on:
+                self._settled()
+            self._start_ready()

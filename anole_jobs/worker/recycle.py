@@ -19,13 +19,10 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from anole_jobs import events
+from anole_jobs.worker.runs import RunRegistry
 from anole_jobs.worker.supervisor import RECYCLE_EXIT
-
-if TYPE_CHECKING:
-    from anole_jobs.worker.runner import Runtime
 
 __all__ = [
     "RECYCLE_EXIT",
@@ -33,7 +30,6 @@ __all__ = [
     "RecycleWatch",
     "memory_limit_problem",
     "rss_bytes",
-    "stop_claiming",
     "wait_idle",
 ]
 
@@ -124,25 +120,11 @@ class RecycleWatch:
         return None
 
 
-def stop_claiming(runtime: Runtime) -> int:
-    """Stop claiming and give back what was claimed but not started (the attempt not
-    counted); how many jobs were given back."""
-    for worker in runtime.workers:
-        worker.stop_claiming()
-    given = 0
-    for worker in runtime.workers:
-        unstarted = worker.take_unstarted()
-        if unstarted:
-            worker.give_back(unstarted)
-            given += len(unstarted)
-    return given
-
-
-def wait_idle(runtime: Runtime, interrupted: Callable[[], bool], recheck: float) -> None:
-    """Wait until no job runs, or `interrupted()` (a signal came: the caller's drain takes
+def wait_idle(runs: RunRegistry, interrupted: Callable[[], bool], recheck: float) -> None:
+    """Wait until no job of `runs` runs, or `interrupted()` (a signal came: the caller's drain takes
     over). `recheck` bounds each wait, so a signal is noticed within it."""
     while not interrupted():
-        if runtime.runs.wait_empty(None, recheck):
+        if runs.wait_empty(None, recheck):
             return
 
 

@@ -24,6 +24,7 @@ import os
 import threading
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from anole_jobs.background import (
@@ -31,16 +32,23 @@ from anole_jobs.background import (
     StoreHealth,
     close_broken_connections,
     describe_error,
+    sharing_store_sessions,
 )
 from anole_jobs.clock import monotonic
 from anole_jobs.conf import QueueConfig
-from anole_jobs.errors import RUN_MIGRATE, ConfigurationError, StoreUnavailable, missing_schema
+from anole_jobs.errors import (
+    RUN_MIGRATE,
+    ConfigurationError,
+    StoreUnavailable,
+    missing_schema,
+)
 from anole_jobs.maintenance.loop import MaintenanceLoop
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
 from anole_jobs.tracing import RunSpan
 from anole_jobs.worker import drained
-from anole_jobs.worker.completer import Completer
+from anole_jobs.worker.completer import Completer, QueueCompleters
+from anole_jobs.worker.control import ControlWatch
 from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.heartbeat import Heartbeat, heartbeat_interval
 from anole_jobs.worker.outcomes import Attempt, Outcomes, give_back
@@ -88,10 +96,16 @@ class Runtime:
             for name in names
         ]
         self.instance = f"{host_label()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        # Its sessions say who holds them (PostgreSQL's application_name).
+        service.store.name_sessions(self.instance)
         self.runs = RunRegistry()
         self.executor = Executor(service, manual=False)
         self.outcomes = Outcomes(service)
-        self.completer = Completer(service, self.outcomes)
+        self.completer = (
+            QueueCompleters(service, self.outcomes, names)
+            if service.store.queues_fail_apart
+            else Completer(service, self.outcomes)
+        )
         self.presence = Presence(
             service,
             worker_id=self.instance,
@@ -100,6 +114,8 @@ class Runtime:
             interval=heartbeat_interval(service),
         )
         self.heartbeat = Heartbeat(service, self.runs, self.presence)
+        # An operator's quiet or stop request, read about twice a second (worker/control.py).
+        self.control = ControlWatch(service, self.instance, on_quiet=self.stop_claiming)
         self.maintenance = MaintenanceLoop(service, instance=self.instance, queues=names)
         self.workers = [
             QueueWorker(
@@ -128,6 +144,20 @@ class Runtime:
         self.maintenance.start()
         for worker in self.workers:
             worker.start()
+        self.control.start()
+
+    def stop_claiming(self) -> int:
+        """Claim nothing more; give back what was claimed but not started, the attempt not
+        counted (how many). A quieted or recycling worker does this before it drains."""
+        for worker in self.workers:
+            worker.stop_claiming()
+        given = 0
+        for worker in self.workers:
+            unstarted = worker.take_unstarted()
+            if unstarted:
+                worker.give_back(unstarted)
+                given += len(unstarted)
+        return given
 
     def describe(self) -> str:
         queues = ", ".join(f"{c.name} (concurrency {c.concurrency})" for c in self.queue_configs)
@@ -143,6 +173,10 @@ class Runtime:
         The drain's first log line says how many jobs it waits for and for how long;
         `reason` (why it drains, e.g. "runjobs: SIGTERM received") and `hint` (what else the
         operator can do) go into that line."""
+        with sharing_store_sessions():  # its store calls are the runtime's, as its threads'
+            self._stop(drain=drain, reason=reason, hint=hint)
+
+    def _stop(self, *, drain: bool, reason: str, hint: str) -> None:
         with self._state_lock:
             if not self.started or self.stopped.is_set():
                 return
@@ -180,6 +214,7 @@ class Runtime:
             thread.start()
         for thread in drainers:
             thread.join(timeout=left())
+        self.control.request_stop()
         self.heartbeat.request_stop()
         self.maintenance.request_stop()
         self.completer.stop(timeout=left())
@@ -215,6 +250,12 @@ class Runtime:
         )
 
     def _drain_queue(
+        self, config: QueueConfig, deadline: float, unstarted: list[ClaimedJob]
+    ) -> None:
+        with sharing_store_sessions():
+            self._drain_queue_now(config, deadline, unstarted)
+
+    def _drain_queue_now(
         self, config: QueueConfig, deadline: float, unstarted: list[ClaimedJob]
     ) -> None:
         worker = next(w for w in self.workers if w.name == config.name)
@@ -254,7 +295,8 @@ class Runtime:
             Attempt(
                 claimed=run.claimed,
                 outcome="interrupted",
-                finish=give_back(run.ref, now),
+                # Its handler did start: the attempt shows in the job's timeline.
+                finish=replace(give_back(run.ref, now), outcome="interrupted"),
                 seconds=monotonic() - run.started_at,
                 span=run.span or RunSpan(),
             )
@@ -272,6 +314,10 @@ class Runtime:
         a drain, so the jobs run again elsewhere at once instead of after their lease; a
         handler still running is cancelled and its outcome dropped. Returns how many running
         jobs were given back; takes about `timeout` seconds at most (store calls aside)."""
+        with sharing_store_sessions():
+            return self._give_back_running(timeout)
+
+    def _give_back_running(self, timeout: float) -> int:
         deadline = monotonic() + timeout
         for worker in self.workers:
             worker.stop_claiming()
@@ -322,9 +368,12 @@ class StoreProbe(BackgroundThread):
         return not self.stopping and monotonic() < self.deadline
 
     def run_once(self) -> float:
-        self.service.store.get(0)
-        self.pending = _pending_migrations(self.service)
-        self.drift = [] if self.pending else _schema_drift(self.service)
+        # One shared session for the whole check (the schema checks read Django's
+        # connection of the alias, which the borrowed session stands in for).
+        with self.service.store.shared_session():
+            self.service.store.ping()
+            self.pending = _pending_migrations(self.service)
+            self.drift = [] if self.pending else _schema_drift(self.service)
         self.last_error = None
         self.answered.set()
         self.request_stop()

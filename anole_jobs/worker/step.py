@@ -1,6 +1,7 @@
 """Manual mode: `jobs.step()` runs one round in the calling thread, no threads started.
 
-Order: leader, cron, stage, rescue, prune and the queued-jobs gauge (leader only), then every
+Order: leader, cron, stage, rescue, the statistics' roll-up, prune and the queued-jobs gauge
+(leader only), then every
 due job of every configured queue, one after the other. In manual mode there is no heartbeat:
 a lease ends `LEASE` after the claim. A kind's timeout is enforced as in the runtime: the
 handler is cancelled at its next wait after it.
@@ -29,6 +30,7 @@ from anole_jobs.maintenance.duties import (
     Stager,
     UnhandledKinds,
 )
+from anole_jobs.maintenance.history import StatsHistory
 from anole_jobs.records import RunRecord, StepReport
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import ClaimedJob
@@ -79,6 +81,7 @@ class Stepper:
         cron_enqueued = self._as_leader(leader, lambda: self.cron.run_once(now))
         staged = Stager(service).run_once(now)
         rescued = len(Rescuer(service).run_once(now))
+        self._as_leader(leader, lambda: StatsHistory(service).run_once(now))
         pruned = self._as_leader(leader, lambda: Pruner(service).run_once(now))
         if leader:
             with self._leader_duties:

@@ -196,6 +196,7 @@ class Supervisor:
         self._signals: list[str] = []
         self._handled = 0
         self._clean = True
+        self._previous_wakeup_fd = -1
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
@@ -204,6 +205,9 @@ class Supervisor:
     def install(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        # The C-level handler writes to the pipe as well: a signal that lands just before
+        # poll() blocks (after the last point where Python runs its handlers) still wakes it.
+        self._previous_wakeup_fd = signal.set_wakeup_fd(self._wake_write, warn_on_full_buffer=False)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self._signals.append(signal.Signals(signum).name)
@@ -301,6 +305,13 @@ class Supervisor:
 
     def run(self) -> int:
         self.install()
+        try:
+            return self._run()
+        finally:
+            # Whoever runs the supervisor in a longer-lived process (a test) gets its own back.
+            signal.set_wakeup_fd(self._previous_wakeup_fd)
+
+    def _run(self) -> int:
         for slot in range(self.count):
             self._start(slot)
         logger.info(
@@ -347,6 +358,7 @@ def worker_argv(options: Mapping[str, Any], slot: int) -> list[str]:
         ("verbosity", "--verbosity"),
         ("max_jobs_per_process", "--max-jobs-per-process"),
         ("max_memory_per_process", "--max-memory-per-process"),
+        ("gc_threshold", "--gc-threshold"),
         ("settings", "--settings"),
         ("pythonpath", "--pythonpath"),
     ):

@@ -7,6 +7,7 @@ the ones that start a worker, then the table-growth one (the largest tables last
 from __future__ import annotations
 
 from bench.scenarios import (
+    async_io,
     enqueue_many,
     enqueue_one,
     growth,
@@ -36,5 +37,6 @@ SCENARIOS = {
         stats,
         search,
         workflows,
+        async_io,
     )
 }

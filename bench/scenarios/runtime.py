@@ -46,7 +46,9 @@ def run(bench: Bench) -> list[Figure]:
         f"worker {cpu.get('worker_cores') or 0:.2f} cores, server "
         f"{cpu.get('server_cores') or 0:.2f}, everything else {cpu.get('other_cores') or 0:.2f}"
     )
-    if diag:
+    if diag.get("error"):
+        note += f"; the worker's calls could not be read: {diag['error']}"
+    elif diag:
         note += "; " + ", ".join(
             f"{op}: {d.get('jobs_per_nonempty_call', 0):.1f} jobs/call, "
             f"{d.get('mean_ms', 0):.2f} ms/call"

@@ -27,6 +27,9 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
+    # The admin's CSS and scripts (the admin login is the dashboard's sign-in page): served
+    # by runserver, and by the project's URLs while DEBUG is on (see urls.py).
+    "django.contrib.staticfiles",
     "anole_jobs",
     "signups",
 ]

@@ -64,4 +64,47 @@ def setup_tracing() -> None:
     except ImportError:
         logger.info("opentelemetry-instrumentation-django is not installed: no request spans")
         return
-    DjangoInstrumentor().instrument()
+    instrumentor = DjangoInstrumentor()
+    instrumentor.instrument()
+    use_wsgi_path(instrumentor)
+
+
+def use_wsgi_path(instrumentor: object) -> None:
+    """Put `WsgiPathMiddleware` where the instrumentor put its own middleware."""
+    from django.conf import settings
+
+    name = instrumentor._opentelemetry_middleware  # type: ignore[attr-defined]
+    middleware = list(settings.MIDDLEWARE)
+    if name in middleware:
+        middleware[middleware.index(name)] = "testproject.telemetry.WsgiPathMiddleware"
+        settings.MIDDLEWARE = middleware
+
+
+def _wsgi_form(path: str) -> str:
+    """A path as a WSGI server hands it over: its UTF-8 bytes read as Latin-1."""
+    return path.encode("utf-8", "surrogateescape").decode("latin-1")
+
+
+try:
+    from opentelemetry.instrumentation.django.middleware.otel_middleware import (
+        _DjangoMiddleware,
+    )
+except ImportError:  # pragma: no cover - without the instrumentation, no request spans
+    pass
+else:
+
+    class WsgiPathMiddleware(_DjangoMiddleware):  # type: ignore[misc]
+        """The instrumentation's middleware, reading the request's path in its WSGI form.
+
+        Django replaces ``PATH_INFO`` in ``request.META`` with the decoded path (``/€``),
+        which the instrumentation quotes as Latin-1 to build the span's URL: any path with a
+        character outside Latin-1 raised, and the request answered 500."""
+
+        def process_request(self, request: object) -> None:
+            meta = request.META  # type: ignore[attr-defined]
+            decoded = {key: meta[key] for key in ("PATH_INFO", "SCRIPT_NAME") if key in meta}
+            meta.update({key: _wsgi_form(value) for key, value in decoded.items()})
+            try:
+                super().process_request(request)
+            finally:
+                meta.update(decoded)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import URLPattern, URLResolver, include, path
 from signups import views
 
@@ -22,3 +23,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("ops/jobs/", include("anole_jobs.urls")),
     path("admin/", admin.site.urls),
 ]
+# The admin's static files while DEBUG is on, whatever server runs the project (runserver
+# serves them on its own; gunicorn or the test client do not).
+urlpatterns += staticfiles_urlpatterns()

@@ -99,7 +99,11 @@ class Page:
     operation: JsonOperation | None = None
 
     def url(self, job: int) -> str:
-        return self.path.replace("{job}", str(job)).replace("{workflow}", WORKFLOW_OF.get(job, "-"))
+        return (
+            self.path.replace("{job}", str(job))
+            .replace("{workflow}", WORKFLOW_OF.get(job, "-"))
+            .replace("{worker_id}", WORKER_ID)
+        )
 
     def expected(self, env: Any, asker: Asker) -> tuple[int, ...]:
         if asker.allowed:
@@ -123,7 +127,15 @@ class Page:
 WORKFLOW_OF: dict[int, str] = {}
 
 
+#: The worker the worker-control pages act on (recorded alive before each of them).
+WORKER_ID = "host-a:101:abc"
+
+
 def job_for(env: Any, page: Page) -> int:
+    if "{worker_id}" in page.path:
+        from tests.contract.test_workers import worker
+
+        env.store.record_worker(worker(env, WORKER_ID))
     if "{workflow}" not in page.path:
         return env.jobs.enqueue(Work(tag=page.path)).id
     workflow = Workflow(page.path)
@@ -152,6 +164,41 @@ DASHBOARD_PAGES = (
     Page("dashboard", "GET", DASHBOARD + 'jobs/?args={"tag":1}&error=x&kind_prefix=t', (200,)),
     Page("dashboard", "GET", DASHBOARD + "bulk/retry?state=dead", (200,)),
     Page("dashboard", "POST", DASHBOARD + "bulk/cancel", (302,), data={"kind": ["no.such"]}),
+    # a GET on an action URL asks first; paths without a page
+    Page("dashboard", "GET", DASHBOARD + "jobs/{job}/delete", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "jobs/{job}/retry", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "jobs/{job}/cancel", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "queues/default/pause", (200,), reads_store=False),
+    Page("dashboard", "GET", DASHBOARD + "cron/nightly/trigger", (200,), reads_store=False),
+    Page("dashboard", "GET", DASHBOARD + "workflows/{workflow}/cancel", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "jobs", (302,), reads_store=False),
+    Page("dashboard", "GET", DASHBOARD + "no/such/page", (404,), reads_store=False),
+    # errors, kinds, chosen rows, a queue's page
+    Page("dashboard", "GET", DASHBOARD + "queues/default/", (200,)),
+    Page(
+        "dashboard",
+        "POST",
+        DASHBOARD + "queues/default/limits",
+        (302,),
+        data={"global_concurrency": "3", "rate_limit": ""},
+    ),
+    Page("dashboard", "GET", DASHBOARD + "errors/", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "kinds/", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "workflows/", (200,)),
+    # worker controls and the audit log
+    Page("dashboard", "GET", DASHBOARD + "workers/{worker_id}/quiet", (200,)),
+    Page("dashboard", "POST", DASHBOARD + "workers/{worker_id}/quiet", (302,)),
+    Page("dashboard", "POST", DASHBOARD + "workers/{worker_id}/stop", (302,)),
+    Page("dashboard", "GET", DASHBOARD + "audit/", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "audit/?action=retry&before=99999999999999999999", (200,)),
+    Page("dashboard", "GET", DASHBOARD + "chosen?action=retry&id={job}", (200,), reads_store=False),
+    Page(
+        "dashboard",
+        "POST",
+        DASHBOARD + "chosen",
+        (302,),
+        data={"action": "cancel", "id": ["{job}"]},
+    ),
 )
 ADMIN_PAGES = (
     Page("admin", "GET", ADMIN, (200,), (200,), reads_store=False),
@@ -752,6 +799,13 @@ CLI_CASES = (
     ("cron-trigger", ""),
     ("cron-trigger", "\x00"),
     ("cron-trigger", "nope/nope"),
+    ("signal", "1", ""),
+    ("signal", "1", "\x00"),
+    ("signal", "1", "x" * 5000),
+    ("signal", "abc", "paid"),
+    ("signal", "99999999999999999999", "paid"),
+    ("signal", "1", "paid", "--payload", "{"),
+    ("signal", "1", "paid", "--payload", "NaN"),
     ("frobnicate",),
     ("list", "--json", "--limit", "²"),
     (),
@@ -779,8 +833,10 @@ CLI_DOWN = (
     ("resume", "default"),
     ("cron",),
     ("cron-trigger", "nightly"),
+    ("signal", "1", "paid"),
     ("workers",),
     ("workers", "--json"),
+    ("check-deploy",),
 )
 
 

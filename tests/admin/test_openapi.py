@@ -16,7 +16,13 @@ from anole_jobs.admin_api.openapi import document
 from anole_jobs.admin_api.routes import COMMON_STATUSES, ROUTES, WRONG_METHOD
 from tests.admin.support import MOUNT
 
-EXAMPLES = {"job_id": "42", "name": "reports/eu", "action": "retry", "workflow_id": "4f0c2a"}
+EXAMPLES = {
+    "job_id": "42",
+    "name": "reports/eu",
+    "action": "retry",
+    "workflow_id": "4f0c2a",
+    "worker_id": "box-1:42:a1b2c3",
+}
 
 
 def test_every_route_and_method_is_in_the_document_with_its_statuses():

@@ -48,6 +48,12 @@ def url_of(route: Route, env: Any) -> str:
         workflow.add(Work())
         path = path.replace("<str:workflow_id>", env.jobs.enqueue_workflow(workflow).id)
     path = path.replace("<anole_name:name>", "nightly" if path.startswith("cron") else "default")
+    if "<path:worker_id>" in path:  # a worker alive now
+        from tests.contract.test_workers import worker
+
+        record = worker(env)
+        env.store.record_worker(record)
+        path = path.replace("<path:worker_id>", record.id)
     if path.startswith("bulk"):  # a bulk action needs a filter: one that matches nothing
         path = path.replace("<str:action>", "retry") + "?kind=no.such.kind"
     return MOUNT + path
@@ -145,6 +151,15 @@ def test_a_job_answers_every_record_field_with_utc_iso_times(env, staff):
         "workflow_id": None,
         "step_name": None,
         "result": None,
+        "steps": {},
+        "progress": None,
+        "logs": [],
+        "attempts": [],
+        "waiting": {
+            "reason": "no_worker",
+            "detail": "no live worker runs its queue 'default'; start one (manage.py runjobs)",
+            "until": None,
+        },
     }
     assert body["created_at"].endswith("+00:00")
 
@@ -288,12 +303,25 @@ def test_queues_pause_and_resume(env, staff):
         },
         "held": 0,
     }
-    assert paused == {"name": "default", "paused": True, "counts": {"available": 1}, **no_limits}
+    oldest = {"oldest_available": env.clock().isoformat()}
+    assert paused == {
+        "name": "default",
+        "paused": True,
+        "counts": {"available": 1},
+        **no_limits,
+        **oldest,
+    }
     assert env.jobs.step().runs == []
     assert staff.get(f"{MOUNT}queues").json() == {
         "queues": [
-            {"name": "default", "paused": True, "counts": {"available": 1}, **no_limits},
-            {"name": "mail", "paused": False, "counts": {}, **no_limits},
+            {"name": "default", "paused": True, "counts": {"available": 1}, **no_limits, **oldest},
+            {
+                "name": "mail",
+                "paused": False,
+                "counts": {},
+                **no_limits,
+                "oldest_available": None,
+            },
         ]
     }
     resumed = staff.post(f"{MOUNT}queues/default/resume").json()

@@ -86,7 +86,7 @@ def test_the_route_takes_a_queue_and_the_day(ran, staff):
 
 @pytest.mark.parametrize(
     ("query", "field"),
-    [({"period": "week"}, "period"), ({"queue": ""}, "queue"), ({"since": "1"}, "since")],
+    [({"period": "year"}, "period"), ({"queue": ""}, "queue"), ({"since": "1"}, "since")],
 )
 def test_the_route_refuses_bad_parameters(env, staff, query, field):
     response = staff.get(f"{MOUNT}stats", query)
@@ -152,8 +152,8 @@ def test_the_cli_prints_a_table_and_the_routes_json(ran, staff):
 
 
 def test_the_cli_refuses_a_bad_period(env):
-    with pytest.raises(CommandError, match="invalid choice: 'week'"):
-        call_command("jobs", "stats", "--period", "week")
+    with pytest.raises(CommandError, match="invalid choice: 'year'"):
+        call_command("jobs", "stats", "--period", "year")
     with pytest.raises(CommandError, match="queue must not be empty"):
         call_command("jobs", "stats", "--queue", "")
 
@@ -167,7 +167,7 @@ def test_the_queues_page_counts_the_last_hour_from_the_counters(ran, staff, monk
     default_row = html[html.index(">default</a>") : html.index(">mail</a>")]
     assert '<td data-label="Completed, last hour" class="num">2</td>' in default_row
     assert '<td data-label="Failed, last hour" class="num">2</td>' in default_row
-    assert '<svg xmlns="http://www.w3.org/2000/svg" class="chart"' in html
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="chart chart-wide"' in html
     assert "Jobs completed, failed and started, all queues, per minute over the last hour" in html
     partial = staff.get(f"{MOUNT}dashboard/", {"partial": "1"}).content.decode()
     assert "<svg" in partial  # the chart is in the live region: it refreshes with the table
@@ -175,15 +175,17 @@ def test_the_queues_page_counts_the_last_hour_from_the_counters(ran, staff, monk
 
 def test_the_statistics_page_shows_both_charts_and_their_numbers(ran, staff):
     html = staff.get(f"{MOUNT}dashboard/stats/", {"queue": "default"}).content.decode()
-    assert html.count('<svg xmlns="http://www.w3.org/2000/svg"') == 2
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart chart-wide"') == 2
+    assert html.count('class="chart chart-narrow"') == 2  # the same two, for a phone
     assert "Run time of completed jobs, queue default" in html
     assert "<strong>2</strong> completed" in html and "1 to be retried, 1 dead" in html
     assert '<time datetime="2030-01-01T12:00:00+00:00">12:00</time>' in html
     day = staff.get(f"{MOUNT}dashboard/stats/", {"period": "day"}).content.decode()
     assert "per hour over the last day" in day
     assert '<time datetime="2030-01-01T12:00:00+00:00">Jan 01, 12:00</time>' in day
-    bad = staff.get(f"{MOUNT}dashboard/stats/", {"period": "week"})
-    assert bad.status_code == 400 and "period must be hour or day" in bad.content.decode()
+    bad = staff.get(f"{MOUNT}dashboard/stats/", {"period": "year"})
+    assert bad.status_code == 400
+    assert "period must be one of hour, day, week, month" in bad.content.decode()
 
 
 def _chart() -> str:
@@ -230,3 +232,55 @@ def test_round_axis_maxima():
         500,
         10000,
     ]
+
+
+@pytest.fixture
+def history(env, staff):
+    """Runs over ten days at 09:30 (day n: n + 1 jobs, and what else the step runs), then the
+    leader's round at day 10, 12:02: every hour rolled up and the minutes past a day pruned.
+    Returns ``{hour: completed}`` as the runs went, from the steps' own reports."""
+    clear_stats(env)
+    completed: dict[datetime, int] = {}
+    for day in range(10):
+        env.clock.set(T0 - timedelta(days=10 - day, hours=2, minutes=30))
+        env.jobs.enqueue_many([Work() for _ in range(day + 1)])
+        completed[T0 - timedelta(days=10 - day, hours=3)] = len(env.jobs.step().runs)
+    env.clock.set(T0 + timedelta(minutes=2))
+    last = len(env.jobs.step().runs)  # the leader's round: rolls up, prunes the minutes
+    if last:
+        completed[T0] = last
+    return completed
+
+
+def test_the_longer_periods_read_the_hourly_history(env, history, staff):
+    store = env.jobs.service.store
+    until = T0 + timedelta(minutes=5)
+    minutes = store.stats(None, since=T0 - timedelta(days=11), until=until, resolution="minute")
+    # The minutes past a day are gone (what ran in the last round is all that is left) ...
+    left = [p for points in minutes.values() for p in points]
+    assert all(p.at >= T0 for p in left)
+    assert sum(p.completed for p in left) == history.get(T0, 0)
+    # ... and every hour reads the same from the rolled-up history.
+    body = staff.get(f"{MOUNT}stats", {"period": "month"}).json()
+    assert (body["period"], body["resolution"], body["step_seconds"]) == ("month", "hour", 3600)
+    points = body["overall"]["points"]
+    assert len(points) == 720 and points[-1]["at"] == T0.isoformat()
+    busy = {p["at"]: p["completed"] for p in points if p["completed"]}
+    assert busy == {at.isoformat(): n for at, n in history.items()}
+    assert len(busy) >= 10
+    week = staff.get(f"{MOUNT}stats", {"period": "week"}).json()
+    assert len(week["overall"]["points"]) == 168
+    in_week = sum(n for at, n in history.items() if at > T0 - timedelta(days=7))
+    assert week["overall"]["total"]["completed"] == in_week
+
+    out = StringIO()
+    call_command("jobs", "stats", "--period", "week", stdout=out)
+    assert out.getvalue().startswith("the last 7 days, per hour (UTC)")
+    default = next(ln for ln in out.getvalue().splitlines() if ln.startswith("default"))
+    assert default.split()[2] == str(in_week)
+
+    html = staff.get(f"{MOUNT}dashboard/stats/", {"period": "month"}).content.decode()
+    assert "per hour over the last 30 days (UTC)" in html
+    assert '<option value="month" selected>last 30 days, per hour</option>' in html
+    assert f"<strong>{sum(history.values())}</strong> completed" in html
+    assert "per-minute points are kept for a day, per-hour points for 30 days" in html

@@ -118,7 +118,7 @@ def test_the_cli_json_is_the_routes_answer_and_the_table_reads_well(env, staff):
     table, _ = cli()
     lines = table.splitlines()
     assert lines[0].split() == [
-        "WORKER", "HOST", "PID", "VERSION", "BUSY", "HELD", "STARTED", "SEEN", "QUEUES"
+        "WORKER", "HOST", "PID", "VERSION", "BUSY", "HELD", "STARTED", "SEEN", "CONTROL", "QUEUES"
     ]  # fmt: skip
     assert lines[1].split()[:7] == [
         "box-1:4242:a1b2c3",

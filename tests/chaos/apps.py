@@ -12,6 +12,8 @@ arm each (the first one reached kills the process):
     cron_tick      the leader recorded a cron tick and inserted its job (``ANOLE_CHAOS_CRON``
                    adds a cron entry that ticks every minute; see `tests.chaos.settings`)
     in_handler     a `chaos.task` handler started (the job's own code kills the process)
+    in_step        a `chaos.durable` step's fn returned, before its record (on the database
+                   store: inside the step's transaction, which then never commits)
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ from django.apps import AppConfig
 
 from tests.chaos import runlog
 
-KILL_POINTS = ("after_claim", "before_finish", "after_finish", "cron_tick", "in_handler")
+KILL_POINTS = (
+    "after_claim",
+    "before_finish",
+    "after_finish",
+    "cron_tick",
+    "in_handler",
+    "in_step",
+)
 
 
 class KillSwitch:

@@ -87,3 +87,44 @@ def chaos_step(job: Job, args: ChaosStep) -> dict[str, list[str]]:
         job.sleep(args.seconds)
     runlog.write("end", id=job.id, attempt=job.attempt, raised=False, step=job.step_name)
     return {"deps": deps}
+
+
+#: The table the durable scenario's steps insert into (created by the test).
+STEP_TABLE = "chaos_step_row"
+
+
+@kind("chaos.durable", attempts=20, backoff=lambda attempt: timedelta(seconds=0.5))
+@dataclass
+class ChaosDurable:
+    """A job of `steps` durable steps. On the database store each step is atomic and inserts
+    one row (job, step) into `STEP_TABLE`; on Redis each logs ``fn`` when its fn returns and
+    ``recorded`` once `job.step` came back, so a rerun of a fn can be told apart."""
+
+    steps: int = 4
+    seconds: float = 0.0
+
+
+@jobs.handler(ChaosDurable)
+def chaos_durable(job: Job, args: ChaosDurable) -> None:
+    from django.db import connections
+
+    runlog.write("start", id=job.id, attempt=job.attempt)
+    alias = jobs.service.store.atomic_alias
+    for index in range(args.steps):
+
+        def insert_row(index: int = index) -> int:
+            if alias is not None:
+                with connections[alias].cursor() as cursor:
+                    cursor.execute(
+                        f"INSERT INTO {STEP_TABLE} (job_id, step) VALUES (%s, %s)",
+                        [job.id, index],
+                    )
+            if args.seconds:
+                time.sleep(args.seconds)  # widen the window between fn and its record
+            runlog.write("fn", id=job.id, step=index, attempt=job.attempt)
+            apps.passing("in_step")
+            return index
+
+        job.step(f"row-{index}", insert_row, atomic=alias is not None)
+        runlog.write("recorded", id=job.id, step=index, attempt=job.attempt)
+    runlog.write("end", id=job.id, attempt=job.attempt, raised=False)

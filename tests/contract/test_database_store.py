@@ -167,7 +167,9 @@ def test_a_custom_prefix_keeps_the_migration_clean_and_matches_the_ddl(tmp_path:
         "custom_dependency",
         "custom_limit",
         "custom_stat",
+        "custom_stat_hour",
         "custom_worker",
+        "custom_audit",
     }
     assert {name for kind, name, _, _ in schema if kind == "trigger"} == {
         "custom_count_insert",
@@ -201,6 +203,12 @@ def test_migrate_false_makes_the_migration_create_nothing(tmp_path: Path) -> Non
             "0010_limited_claim",
             "0011_enqueue_indexes",
             "0012_unique_lock",
+            "0013_durable",
+            "0014_timeline",
+            "0015_flow",
+            "0016_deploys",
+            "0017_operator",
+            "0018_history",
         ]
 
 
@@ -269,7 +277,7 @@ def test_the_postgresql_ddl_builds_what_the_migration_builds() -> None:
             cursor.execute(statement)
         built = pg_schema(cursor, schema)
         transaction.set_rollback(True, using="pg")  # drops the schema again
-    assert len(expected["columns"]) == 86 and len(expected["indexes"]) == 28
+    assert len(expected["columns"]) == 132 and len(expected["indexes"]) == 34
     assert len(expected["triggers"]) == 5 and len(expected["functions"]) == 5
     assert built == expected
 

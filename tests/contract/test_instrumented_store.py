@@ -168,7 +168,49 @@ def test_the_contracts_attributes_are_the_wrapped_stores():
         "supports_other_processes": True,
         "unique_across_queues": True,
         "leadership_lapses": True,
+        "shares_sessions": False,
+        "queues_fail_apart": False,
     }
+
+
+def test_a_runtime_threads_calls_borrow_a_shared_session_and_others_do_not():
+    """On a store that shares sessions, each call made within `sharing_store_sessions` (the
+    runtime's threads) runs inside the store's `shared_session`; a call outside (a handler's,
+    a request's) runs on the thread's own connection, as always."""
+    import contextlib
+
+    from anole_jobs.background import sharing_store_sessions
+
+    class Sharing(MemoryStore):
+        shares_sessions = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside: list[bool] = []
+            self.depth = 0
+
+        @contextlib.contextmanager
+        def shared_session(self):
+            self.depth += 1
+            try:
+                yield
+            finally:
+                self.depth -= 1
+
+        def get(self, job_id):
+            self.inside.append(self.depth > 0)
+            return super().get(job_id)
+
+    inner = Sharing()
+    store = instrument(inner, bus=events.EventBus(), timer=float)
+    store.get(1)
+    with sharing_store_sessions():
+        store.get(1)
+        with sharing_store_sessions():
+            store.get(1)
+        store.get(1)
+    store.get(1)
+    assert inner.inside == [False, True, True, True, False]
 
 
 def test_no_store_module_emits_events_itself():

@@ -31,7 +31,10 @@ def test_a_paused_queue_is_not_claimed_and_its_jobs_stay_available(env):
     waiting = env.jobs.enqueue(Work(tag="paused"))
     elsewhere = env.jobs.enqueue(Work(tag="mail"), queue="mail")
     record = env.jobs.pause("default")
-    assert record == QueueRecord(name="default", paused=True, counts={"available": 1})
+    oldest = env.jobs.get(waiting.id).scheduled_at
+    assert record == QueueRecord(
+        name="default", paused=True, counts={"available": 1}, oldest_available=oldest
+    )
     assert claim_at(env.store, env.clock(), limit=10) == []
     report = env.jobs.step()
     assert [run.job_id for run in report.runs] == [elsewhere.id]  # other queues run
@@ -39,7 +42,9 @@ def test_a_paused_queue_is_not_claimed_and_its_jobs_stay_available(env):
     assert env.jobs.get(waiting.id).attempt == 0
 
     resumed = env.jobs.resume("default")
-    assert resumed == QueueRecord(name="default", paused=False, counts={"available": 1})
+    assert resumed == QueueRecord(
+        name="default", paused=False, counts={"available": 1}, oldest_available=oldest
+    )
     assert env.jobs.step().outcomes() == {waiting.id: "completed"}
 
 
@@ -116,7 +121,9 @@ def test_queues_lists_configured_queues_queues_with_jobs_and_paused_queues(env):
     env.jobs.enqueue(Work(), queue=NewQueue("reports"), delay=30)
     env.jobs.pause("idle")
     assert env.jobs.queues() == [
-        QueueRecord(name="default", paused=False, counts={"available": 2}),
+        QueueRecord(
+            name="default", paused=False, counts={"available": 2}, oldest_available=env.clock()
+        ),
         QueueRecord(name="idle", paused=True, counts={}),
         QueueRecord(name="mail", paused=False, counts={}),
         QueueRecord(name="reports", paused=False, counts={"scheduled": 1}),
@@ -172,7 +179,10 @@ def test_the_pause_survives_a_restart_on_durable_stores(env):
     env.jobs.reset()  # a new service and store, as after a restart
     if env.has("supports_other_processes"):
         assert env.jobs.queues()[0] == QueueRecord(
-            name="default", paused=True, counts={"available": 1}
+            name="default",
+            paused=True,
+            counts={"available": 1},
+            oldest_available=env.jobs.get(job.id).scheduled_at,
         )
         assert env.jobs.step().runs == []
         env.jobs.resume("default")

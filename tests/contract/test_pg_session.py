@@ -149,3 +149,137 @@ def test_a_claim_relaxes_its_own_commit_and_nothing_else():
             assert setting() == "on"
     finally:
         store.close()
+
+
+# -- the runtime's shared sessions -----------------------------------------------------------------
+def backend_of_this_thread() -> tuple[int, str]:
+    with connections["pg"].cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid(), current_setting('application_name')")
+        pid, name = cursor.fetchone()
+    return int(pid), str(name)
+
+
+def test_the_runtime_threads_share_at_most_pool_size_named_sessions():
+    import threading
+
+    store = open_database_store("pg", parse({"STORE": {"database": "pg"}, "RUN": "manual"}))
+    store.name_sessions("host:123:abcdef")
+    seen: set[tuple[int, str]] = set()
+    inside = peak = 0
+    lock = threading.Lock()
+
+    def work() -> None:
+        nonlocal inside, peak
+        for _ in range(20):
+            with store.shared_session():
+                with lock:
+                    inside += 1
+                    peak = max(peak, inside)
+                with store.shared_session():  # re-entrant: the same session
+                    found = backend_of_this_thread()
+                with lock:
+                    seen.add(found)
+                    inside -= 1
+
+    try:
+        threads = [threading.Thread(target=work) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert peak <= 2 and len({pid for pid, _ in seen}) <= 2, seen
+        assert {name for _, name in seen} == {"anole_jobs:worker:host:123:abcdef"}
+        # Outside a borrow the thread has its own connection, as always.
+        assert backend_of_this_thread()[0] not in {pid for pid, _ in seen}
+    finally:
+        store.close()
+
+
+def test_a_shared_session_whose_backend_died_is_opened_again():
+    from django.db import OperationalError
+
+    store = open_database_store(
+        "pg", parse({"STORE": {"database": "pg"}, "RUN": "manual", "POOL_SIZE": 1})
+    )
+    try:
+        with store.shared_session():
+            pid, _ = backend_of_this_thread()
+        with connections["pg"].cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        with pytest.raises(OperationalError), store.shared_session():
+            backend_of_this_thread()
+        with store.shared_session():
+            again, _ = backend_of_this_thread()
+        assert again != pid
+    finally:
+        store.close()
+
+
+def test_a_session_that_died_while_idle_is_replaced_before_a_call_meets_it(monkeypatch):
+    """After an outage (a server restart, a proxy that dropped its connections), the first
+    store call on an old session must not fail: the pool checks a session that sat idle
+    before it lends it, so the runtime does not report a second outage that has ended."""
+    from anole_jobs.stores.database import sessions
+
+    monkeypatch.setattr(sessions, "IDLE_CHECK_SECONDS", 0.0)
+    store = open_database_store(
+        "pg", parse({"STORE": {"database": "pg"}, "RUN": "manual", "POOL_SIZE": 1})
+    )
+    try:
+        with store.shared_session():
+            pid, _ = backend_of_this_thread()
+        with connections["pg"].cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        with store.shared_session():
+            again, _ = backend_of_this_thread()  # no error: a fresh session
+        assert again != pid
+    finally:
+        store.close()
+
+
+def test_a_broken_session_takes_the_idle_ones_with_it():
+    """A call that finds its session broken closes the pool's idle sessions too: they went
+    through the same server or proxy."""
+    import threading
+
+    from django.db import OperationalError
+
+    store = open_database_store(
+        "pg", parse({"STORE": {"database": "pg"}, "RUN": "manual", "POOL_SIZE": 2})
+    )
+    try:
+        both = threading.Barrier(2)
+        pids: list[int] = []
+
+        def hold() -> None:
+            with store.shared_session():
+                pids.append(backend_of_this_thread()[0])
+                both.wait(10)
+
+        threads = [threading.Thread(target=hold) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert len(set(pids)) == 2
+        with connections["pg"].cursor() as cursor:
+            for pid in pids:
+                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        with pytest.raises(OperationalError), store.shared_session():
+            backend_of_this_thread()  # pid's session was broken: the pool closes both
+        assert store.sessions.open_count() == 0
+    finally:
+        store.close()
+
+
+def test_pool_size_0_leaves_each_thread_its_own_connection():
+    store = open_database_store(
+        "pg", parse({"STORE": {"database": "pg"}, "RUN": "manual", "POOL_SIZE": 0})
+    )
+    try:
+        assert not store.shares_sessions
+        mine = backend_of_this_thread()[0]
+        with store.shared_session():
+            assert backend_of_this_thread()[0] == mine
+    finally:
+        store.close()

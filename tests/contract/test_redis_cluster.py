@@ -234,7 +234,7 @@ def test_a_slot_the_cluster_cannot_serve_is_store_unavailable(env, monkeypatch):
         StoreUnavailable, match="^enqueue failed: .*; the job was not stored"
     ) as caught:
         env.jobs.enqueue(Work())
-    assert "could not serve the command (CLUSTERDOWN The cluster is down)" in str(caught.value)
+    assert "CLUSTERDOWN: the Redis Cluster does not serve every slot" in str(caught.value)
 
     monkeypatch.undo()
 
@@ -290,3 +290,33 @@ def test_cache_objects_of_one_cluster_share_one_client(env, settings):
     assert ClusterConnectionFactory(dict(options)).connect(location) is first
     ClusterConnectionFactory(options).disconnect(first)
     assert ClusterConnectionFactory(options).connect(location) is not first
+
+
+NODES = (
+    "e7d1 127.0.0.1:7000@17000 master,fail - 1700 1699 1 disconnected 0-5460\n"
+    "a1b2 127.0.0.1:7001@17001 myself,master - 0 0 2 connected 5461-10922\n"
+    "c3d4 127.0.0.1:7002@17002 master - 0 1700 3 connected 10923-16383\n"
+    "f5f6 127.0.0.1:7003@17003 slave e7d1 0 1700 1 connected\n"
+)
+
+
+def test_an_error_names_the_slots_without_a_master_and_the_node_that_failed(env):
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from anole_jobs.stores.redis.unavailable import masterless_slots, what_happened
+
+    assert masterless_slots(NODES) == "slots 0-5460 have no master (127.0.0.1:7000 failed)"
+    healthy = NODES.replace("master,fail", "master").replace("disconnected", "connected")
+    assert masterless_slots(healthy) == ""
+    refused = RedisConnectionError("Error 111 connecting to 127.0.0.1:7000. Connection refused.")
+    refused.__cause__ = ConnectionRefusedError()
+    happened, never_sent = what_happened(refused, "the Redis Cluster at 127.0.0.1:7000, 7001")
+    assert happened == "connection refused to 127.0.0.1:7000 (a node of the Redis Cluster)"
+    assert never_sent
+
+
+def test_a_healthy_cluster_reports_no_slot_without_a_master(env, local_redis_cluster):
+    from anole_jobs.stores.redis.unavailable import cluster_state
+
+    env.jobs.counts()  # connected
+    assert cluster_state(env.store.client) == ""

@@ -223,9 +223,16 @@ def test_counters_outlive_their_jobs_and_are_pruned_by_age(env):
     assert store.get(a.id) is None  # the job is gone, its counts stay
     assert points(store)["default"][minute(0)].completed == 1
 
+    # Minutes go by whole hours once rolled up (tests/contract/test_stats_history.py): the
+    # hour holding the horizon stays whole, the next prune an hour later drops it.
     later = minute(0) + STATS_KEEP + timedelta(minutes=1)
     store.finish([Finish(run=b, state="completed", at=later)])
-    store.prune(now=later, horizons={})
+    store.roll_up_stats(now=later, keep=timedelta(days=30))
+    store.prune_stats(minutes_before=later - STATS_KEEP, hours_before=later - STATS_KEEP)
+    found = store.stats(None, since=T0 - timedelta(hours=1), until=later, resolution="minute")
+    assert [p.at for p in found["default"]] == [minute(0), minute(1) + STATS_KEEP]
+    hour_later = later + timedelta(hours=1)
+    store.prune_stats(minutes_before=hour_later - STATS_KEEP, hours_before=later - STATS_KEEP)
     found = store.stats(None, since=T0 - timedelta(hours=1), until=later, resolution="minute")
     assert [p.at for p in found["default"]] == [minute(1) + STATS_KEEP]
 
@@ -270,7 +277,8 @@ def test_redis_lua_and_python_name_the_statistics_keys_alike(env):
     store = env.store
     script = LUA + (
         "return {K_stat(29000000, 'a:b'), K_stath(483333, 'q'), K_statm(), K_stathm(),"
-        " tostring(STATS_KEEP_SECONDS), tostring(#STAT_BOUNDS)}"
+        " tostring(STATS_KEEP_SECONDS), tostring(#STAT_BOUNDS), K_sthist(483333, 'q:r'),"
+        " K_sthistm()}"
     )
     got = [value.decode() for value in store.client.eval(script, 0, store.keys.prefix)]
     assert got == [
@@ -280,6 +288,8 @@ def test_redis_lua_and_python_name_the_statistics_keys_alike(env):
         store.keys.stat_hours(),
         str(int(STATS_KEEP.total_seconds())),
         str(len(RUNTIME_BUCKETS_MS)),
+        store.keys.stat_history(483333, "q:r"),
+        store.keys.stat_histories(),
     ]
 
 

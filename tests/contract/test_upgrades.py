@@ -53,7 +53,7 @@ def test_runjobs_on_a_database_migrated_by_an_older_release_says_run_migrate(
     ran = manage(tmp_path, database, "runjobs")
     assert ran.returncode != 0
     assert "lacks migrations of this release (0009_stat_rows," in ran.stderr
-    assert "0012_unique_lock): run `manage.py migrate`" in ran.stderr
+    assert "0018_history): run `manage.py migrate`" in ran.stderr
 
 
 @pytest.mark.django_db(databases=["default"])
@@ -69,6 +69,12 @@ def test_pending_migrations_reads_what_the_database_recorded(settings) -> None:
         assert pending_migrations(conf.read_settings()) == [
             "0011_enqueue_indexes",
             "0012_unique_lock",
+            "0013_durable",
+            "0014_timeline",
+            "0015_flow",
+            "0016_deploys",
+            "0017_operator",
+            "0018_history",
         ]
         settings.ANOLE_JOBS = {**settings.ANOLE_JOBS, "MIGRATE": False}
         conf.reset()

@@ -142,8 +142,9 @@ def test_a_notice_is_gone_from_the_address_and_from_a_reload(board, logged_in, l
     job = board.enqueue(Work()).id
     page = logged_in.new_page()
     page.goto(f"{live_server.url}{BOARD}jobs/{job}/")
-    page.once("dialog", lambda dialog: dialog.dismiss())  # the delete asks first: say no
-    page.get_by_role("button", name="Delete").click()
+    page.get_by_role("button", name="Delete…").click()  # it asks first, on a page: say no
+    page.get_by_role("heading", name=f"Delete job {job}?").wait_for(timeout=WAIT_MS)
+    page.get_by_role("link", name=f"Back to job {job}").click()
     assert board.get(job) is not None
     page.get_by_role("button", name="Cancel").click()
     page.wait_for_url(f"**/jobs/{job}/")

@@ -104,7 +104,9 @@ def test_a_job_page_shows_args_meta_errors_and_trace(dashboard_jobs, staff):
 def test_actions_are_post_forms_that_act_and_redirect(dashboard_jobs, staff):
     job = dashboard_jobs.enqueue(Work(action="discard"))
     drain()
-    assert staff.get(f"{BASE}jobs/{job.id}/retry").status_code == 405
+    asked = staff.get(f"{BASE}jobs/{job.id}/retry")  # a GET asks, and changes nothing
+    assert asked.status_code == 200 and f"Retry job {job.id} now?" in asked.text
+    assert dashboard_jobs.get(job.id).state == "dead"
     response = staff.post(f"{BASE}jobs/{job.id}/retry")
     assert response.status_code == 302 and response["Location"] == f"{BASE}jobs/{job.id}/"
     assert dashboard_jobs.get(job.id).state == "available"

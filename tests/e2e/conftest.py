@@ -94,6 +94,9 @@ def base_env(**extra: str) -> dict[str, str]:
     env.update(
         DJANGO_SETTINGS_MODULE="tests.e2e.settings",
         PYTHONUNBUFFERED="1",
+        # A runjobs that hangs is sent SIGABRT before it is killed (`Worker.wait`): with the
+        # fault handler on, it prints every thread's stack first, so the failure says where.
+        PYTHONFAULTHANDLER="1",
         ANOLE_TEST_RUN_ID=RUN_ID,
         **extra,
     )
@@ -191,9 +194,22 @@ class Worker:
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            self.dump_stacks()
             raise AssertionError(
                 f"runjobs {self.pid} still runs {timeout} s later:\n{self.output()}"
             ) from None
+
+    def dump_stacks(self) -> None:
+        """Ask a hung runjobs for every thread's stack (the fault handler prints them on
+        SIGABRT, then the process ends) and wait until its output is read."""
+        if self.proc.poll() is not None:
+            return
+        os.kill(self.proc.pid, signal.SIGABRT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return
+        self._reader.join(timeout=10)
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -208,12 +224,14 @@ class Worker:
 
 @dataclass
 class Spec:
-    """Jobs to enqueue: `count` jobs of `kind` with `args` (to `queue`, or the kind's)."""
+    """Jobs to enqueue: `count` jobs of `kind` with `args` (to `queue`, or the kind's); with
+    `spread`, one by one over that many seconds (a burst, each with ``n`` its index)."""
 
     kind: str
     count: int = 1
     queue: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
+    spread: float | None = None
 
 
 @dataclass
@@ -275,7 +293,9 @@ class Backend:
     def enqueue_specs(self, *specs: Spec) -> list[list[int]]:
         """Enqueue several batches with one process start; one list of ids per spec."""
         payload = [
-            {"kind": s.kind, "args": s.args, "count": s.count, "queue": s.queue} for s in specs
+            {"kind": s.kind, "args": s.args, "count": s.count, "queue": s.queue}
+            | ({} if s.spread is None else {"spread": s.spread})
+            for s in specs
         ]
         ids: list[list[int]] = json.loads(self.manage("e2e_enqueue", json.dumps(payload)))
         return ids

@@ -42,7 +42,7 @@ def pause(backend: Backend, queue: str) -> None:
 
 def resume_and_time(backend: Backend, queue: str, ids: list[int]) -> float:
     """Resume `queue` from another process; seconds from its return until `ids` completed."""
-    assert backend.manage("jobs", "resume", queue).startswith(f"queue {queue}: running")
+    assert backend.manage("jobs", "resume", queue).startswith(f"queue {queue}: active")
     resumed = time.monotonic()
     backend.wait_state(ids, "completed", timeout=RESUME_BOUND + 10)
     return time.monotonic() - resumed

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from anole_jobs import Canceled, Job, jobs, kind
+from anole_jobs import Canceled, Debounce, Job, jobs, kind
 
 
 def touch(marker: str, job: Job, what: str) -> None:
@@ -417,7 +417,9 @@ async def sigint_self_async(job: Job, args: SigintSelfAsync) -> None:
     touch(args.marker, job, "started")
     await asyncio.sleep(0)
     os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(args.wait)
+    # An async handler waits with an await: the process's event loop runs it in a thread of
+    # its own, which a signal does not interrupt, so the step cancels this task instead.
+    await asyncio.sleep(args.wait)
     touch(args.marker, job, "finished")
 
 
@@ -465,7 +467,27 @@ def claim_time(job: Job, args: ClaimTime) -> None:
     print(f"e2e-marker {job.id}.{job.attempt}.claimed", flush=True)
 
 
+@kind("e2e.debounced", debounce=Debounce(by="key", wait=3))
+@dataclass
+class Debounced:
+    """A burst of these with one `key` runs once, with the last `n`: it writes `n` to its
+    marker ``<id>.<attempt>.finished``."""
+
+    key: str = "k"
+    n: int = 0
+    marker: str = ""
+
+
+@jobs.handler(Debounced)
+def debounced(job: Job, args: Debounced) -> None:
+    touch(args.marker, job, "started")
+    if args.marker:
+        Path(args.marker, f"{job.id}.{job.attempt}.finished").write_text(str(args.n))
+        print(f"e2e-marker {job.id}.{job.attempt}.finished", flush=True)
+
+
 KINDS = {
+    "debounced": Debounced,
     "noop": Noop,
     "claim_time": ClaimTime,
     "block": Block,
@@ -486,3 +508,9 @@ KINDS = {
     "raise_base_async": RaiseBaseAsync,
     "whoami": WhoAmI,
 }
+
+
+if os.environ.get("ANOLE_E2E_FLOW"):
+    # Kinds of tests/e2e/test_flow.py, only in its processes: a handler for a kind with a
+    # sequence makes every claim of the process keep sequences.
+    from tests.sampleapp import e2e_flow_jobs  # noqa: F401

@@ -118,4 +118,30 @@ class Orphan:
     n: int = 0
 
 
-from tests.sampleapp import dashboard_jobs, e2e_jobs, result_jobs, workflow_jobs  # noqa: E402,F401
+from tests.sampleapp import (  # noqa: E402,F401
+    async_jobs,
+    dashboard_jobs,
+    deploy_jobs,
+    e2e_jobs,
+    result_jobs,
+    rolling_jobs,
+    timeline_jobs,
+    workflow_jobs,
+)
+
+
+@kind("test.durable_wait")
+@dataclass
+class DurableWait:
+    """Takes a step, sleeps `nap` seconds durably, then waits for signal "go" and returns its
+    payload (docs/durable.md)."""
+
+    nap: float = 0.5
+    timeout: float = 60.0
+
+
+@jobs.handler(DurableWait)
+def durable_wait(job: Job, args: DurableWait) -> object:
+    job.step("first", lambda: job.attempt)
+    job.sleep_for("nap", args.nap)
+    return job.wait_for_signal("go", timeout=args.timeout)

@@ -2,11 +2,14 @@
 `tests.sampleapp.jobs`, so `runjobs` processes have it too).
 
 `value` is the JSON text of what the handler returns; `hook` names a `HOOKS` entry whose return
-value is returned instead (values JSON text cannot carry: a set, NaN, a dataclass).
+value is returned instead (values JSON text cannot carry: a set, NaN, a dataclass). Two hooks
+work in any process: ``not_json`` (a set) and ``gc`` (the worker process's garbage collector
+settings: its thresholds and how many objects it froze).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +29,8 @@ class Returns:
 def returns(job: Job, args: Returns) -> Any:
     if args.hook == "not_json":  # in any process (HOOKS are set by in-process tests only)
         return {"a set": {1, 2}}
+    if args.hook == "gc":
+        return {"thresholds": list(gc.get_threshold()), "frozen": gc.get_freeze_count()}
     if args.hook:
         return HOOKS[args.hook](job, args)
     return json.loads(args.value)

@@ -49,12 +49,21 @@ def _port_with_free_bus() -> int:
 
 
 class RedisCluster:
-    """Three cluster masters on 127.0.0.1, in `directory`."""
+    """Three cluster masters on 127.0.0.1, in `directory`, each with `replicas` replicas
+    (none by default) that take over when it fails."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, replicas: int = 0, node_timeout_ms: int = 5000) -> None:
         self.directory = directory
+        self.replicas = replicas
+        self.node_timeout_ms = node_timeout_ms
         self.ports: list[int] = []
         self.procs: list[subprocess.Popen[bytes]] = []
+
+    def kill(self, port: int) -> None:
+        """SIGKILL the node on `port` (a master's replica then takes over, if it has one)."""
+        proc = self.procs[self.ports.index(port)]
+        proc.kill()
+        proc.wait(timeout=10)
 
     @property
     def urls(self) -> list[str]:
@@ -62,7 +71,7 @@ class RedisCluster:
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        while len(self.ports) < MASTERS:
+        while len(self.ports) < MASTERS * (1 + self.replicas):
             port = _port_with_free_bus()
             if port not in self.ports:
                 self.ports.append(port)
@@ -74,7 +83,8 @@ class RedisCluster:
                         *("--port", str(port), "--bind", "127.0.0.1", "--save", ""),
                         *("--appendonly", "no", "--cluster-enabled", "yes"),
                         *("--cluster-config-file", f"nodes-{port}.conf"),
-                        *("--cluster-node-timeout", "5000", "--dir", str(self.directory)),
+                        *("--cluster-node-timeout", str(self.node_timeout_ms)),
+                        *("--dir", str(self.directory)),
                     ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -93,7 +103,7 @@ class RedisCluster:
                 "create",
                 *(f"127.0.0.1:{port}" for port in self.ports),
                 "--cluster-replicas",
-                "0",
+                str(self.replicas),
                 "--cluster-yes",
             ],
             check=True,
@@ -103,6 +113,16 @@ class RedisCluster:
         for port in self.ports:
             while "cluster_state:ok" not in self._info(port):
                 self._wait(deadline, f"the cluster did not reach cluster_state:ok on {port}")
+
+    def wait_replicas_synced(self, timeout: float = START_TIMEOUT) -> None:
+        """Until every replica's link to its master is up (a failover then loses nothing)."""
+        deadline = time.monotonic() + timeout
+        for port in self.ports:
+            while True:
+                info = self._client(port).info("replication")
+                if info.get("role") != "slave" or info.get("master_link_status") == "up":
+                    break
+                self._wait(deadline, f"replica {port} did not sync with its master")
 
     @staticmethod
     def _wait(deadline: float, message: str) -> None:

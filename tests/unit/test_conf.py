@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -85,6 +86,9 @@ def test_unknown_key_suggests_the_closest():
         ({"MIGRATE": "yes"}, "anole_jobs.E007"),
         ({"PRUNE": {"running": 10}}, "anole_jobs.E007"),
         ({"TRACING": {"sample": True}}, "anole_jobs.E007"),
+        ({"JOB_LOG_LINES": -1}, "anole_jobs.E007"),
+        ({"JOB_LOG_LINES": 10_001}, "anole_jobs.E007"),
+        ({"JOB_LOG_LINES": "200"}, "anole_jobs.E007"),
         ({"CLOCK": "no.such.clock"}, "anole_jobs.E008"),
         ({"CLOCK": 42}, "anole_jobs.E008"),
         ({"CRON": "0 3 * * *"}, "anole_jobs.E009"),
@@ -157,3 +161,69 @@ def test_settings_changes_rebuild_the_service(settings):
     settings.ANOLE_JOBS = {"STORE": "memory", "RUN": "manual", "LEASE": 5}
     second = jobs.service
     assert first is not second and second.settings.lease == timedelta(seconds=5)
+
+
+# -- sessions: the pool, a transaction pooler and the direct connection -------------------------
+def test_session_settings_default_to_a_pool_of_two_and_no_pooler():
+    settings = conf.parse({"STORE": {"database": "pg"}})
+    assert (settings.pool_size, settings.direct_database, settings.transaction_pooler) == (
+        2,
+        None,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    "direct",
+    ["pg", "postgresql://postgres@127.0.0.1:5432/jobs", "host=127.0.0.1 port=5432 dbname=jobs"],
+)
+def test_the_direct_database_is_an_alias_or_a_dsn(direct):
+    settings = conf.parse(
+        {"STORE": {"database": "pg"}, "TRANSACTION_POOLER": True, "DIRECT_DATABASE": direct}
+    )
+    assert settings.direct_database == direct and settings.transaction_pooler
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ({"STORE": {"database": "pg"}, "DIRECT_DATABASE": "nowhere"}, "neither an alias"),
+        ({"STORE": {"database": "pg"}, "DIRECT_DATABASE": "default"}, "not PostgreSQL"),
+        ({"STORE": {"database": "pg"}, "DIRECT_DATABASE": "host='x"}, "not a valid DSN"),
+        ({"STORE": {"database": "default"}, "DIRECT_DATABASE": "pg"}, "PostgreSQL database"),
+        ({"STORE": {"database": "pg"}, "DIRECT_DATABASE": 5}, "a database alias or a DSN"),
+        ({"STORE": {"database": "pg"}, "POOL_SIZE": -1}, "POOL_SIZE"),
+        ({"STORE": {"database": "pg"}, "TRANSACTION_POOLER": "yes"}, "TRANSACTION_POOLER"),
+    ],
+)
+def test_session_settings_are_checked(raw, says):
+    problems = conf.problems(raw)
+    assert problems and says in problems[0].message, problems
+
+
+def test_the_statistics_keep_minutes_a_day_and_hours_30_days_by_default():
+    keep = conf.parse({}).stats
+    assert (keep.minutes, keep.hours) == (timedelta(days=1), timedelta(days=30))
+    keep = conf.parse({"STATS": {"MINUTES": 6 * 3600, "HOURS": timedelta(days=90)}}).stats
+    assert (keep.minutes, keep.hours) == (timedelta(hours=6), timedelta(days=90))
+    assert conf.parse({"STATS": {"HOURS": timedelta(days=7)}}).stats.minutes == timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("stats", "message"),
+    [
+        ("30d", "must be a dict"),
+        ({"MINUTE": 3600}, "unknown key 'MINUTE'"),
+        ({"MINUTES": "1d"}, "must be a timedelta or a number of seconds"),
+        ({"MINUTES": timedelta(minutes=30)}, "between 2 hours and 2 days, got 0.5 hours"),
+        ({"MINUTES": timedelta(days=3)}, "between 2 hours and 2 days, got 3 days"),
+        ({"HOURS": timedelta(hours=12)}, r"HOURS'\] \(12 hours\) must be at least MINUTES"),
+        ({"HOURS": -1}, "must not be negative"),
+    ],
+)
+def test_a_misconfigured_statistics_history_is_a_check_error(stats, message):
+    found = conf.problems({"STATS": stats})
+    assert [p.id for p in found] == ["anole_jobs.E007"] * len(found) and found
+    assert any(re.search(message, p.message) for p in found), found
+    with pytest.raises(ConfigurationError, match="STATS"):
+        conf.parse({"STATS": stats})

@@ -62,7 +62,7 @@ def test_an_option_like_no_other_lists_them_all(memory):
         memory.enqueue(Work(), colour="red")  # type: ignore[call-arg]
     assert str(caught.value) == (
         "enqueue() got an unknown option colour='red'; the options are delay, run_at, "
-        "priority, queue, unique, meta, request, on_commit"
+        "priority, queue, unique, debounce, meta, request, on_commit"
     )
 
 
@@ -74,7 +74,7 @@ def test_a_negative_delay_is_shown_in_seconds(memory, delay, shown):
     assert "day" not in str(caught.value)
 
 
-OPTIONS = ["delay", "run_at", "priority", "queue", "unique", "meta", "request"]
+OPTIONS = ["delay", "run_at", "priority", "queue", "unique", "debounce", "meta", "request"]
 
 
 @pytest.mark.parametrize(

@@ -485,7 +485,7 @@ def test_a_fresh_process_with_default_settings_has_them_in_the_default_registry(
     every = sorted(
         family.name for family in metrics.MetricsListener(CollectorRegistry()).registry.collect()
     )
-    assert json.loads(names_line) == every and len(every) == 11
+    assert json.loads(names_line) == every and len(every) == 12
     for name in every:
         assert f"# HELP {name}" in exposition
 

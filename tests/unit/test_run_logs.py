@@ -184,10 +184,10 @@ def test_the_start_up_probe_returns_once_the_store_answers(manual) -> None:
 
 
 def test_the_start_up_probe_names_the_error_of_a_store_that_refuses(manual, monkeypatch) -> None:
-    def refuse(job_id: int) -> None:
+    def refuse() -> None:
         raise ConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
 
-    monkeypatch.setattr(jobs.service.store, "get", refuse)
+    monkeypatch.setattr(jobs.service.store, "ping", refuse)
     began = monotonic()
     with pytest.raises(StoreUnavailable) as caught:
         wait_for_store(jobs.service, 0.5)
@@ -199,7 +199,7 @@ def test_the_start_up_probe_names_the_error_of_a_store_that_refuses(manual, monk
 
 def test_the_start_up_probe_gives_up_on_a_connection_that_hangs(manual, monkeypatch) -> None:
     release = threading.Event()
-    monkeypatch.setattr(jobs.service.store, "get", lambda job_id: release.wait(30))
+    monkeypatch.setattr(jobs.service.store, "ping", lambda: release.wait(30))
     began = monotonic()
     try:
         with pytest.raises(StoreUnavailable, match="no answer"):

@@ -172,6 +172,7 @@ def test_limits_describe_themselves() -> None:
             {"queues": ["a", "b"], "concurrency": 3, "max_jobs_per_process": 100},
             ["--queue", "a", "--queue", "b", "--concurrency", "3", "--max-jobs-per-process", "100"],
         ),
+        ({"gc_threshold": 0}, ["--gc-threshold", "0"]),
         (
             {"log_level": "DEBUG", "verbosity": 2, "settings": "proj.settings", "traceback": True},
             [
@@ -301,3 +302,37 @@ def test_the_supervisor_waits_on_a_descriptor_numbered_past_1024() -> None:
         os.close(high)
         os.close(supervisor._wake_write)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_supervisor_gives_back_the_wakeup_descriptor_it_borrowed() -> None:
+    """The supervisor has the interpreter's C-level signal handler write to its pipe (a
+    signal landing just before poll() blocks still wakes it), and puts back what was there
+    once it returns."""
+    import os
+    import sys
+
+    from anole_jobs.worker.supervisor import Supervisor
+
+    seen: list[int] = []
+
+    def command(slot: int) -> list[str]:
+        seen.append(signal.set_wakeup_fd(-1))
+        signal.set_wakeup_fd(seen[-1])
+        os.kill(os.getpid(), signal.SIGTERM)  # the supervisor then asks it to drain
+        return [sys.executable, "-c", DRAINS]
+
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    previous = signal.set_wakeup_fd(write)
+    supervisor = Supervisor(command, 1, backoff=Backoff(first=0.01))
+    try:
+        assert supervisor.run() == 0
+        assert seen == [supervisor._wake_write]
+        assert signal.set_wakeup_fd(previous) == write
+    finally:
+        signal.set_wakeup_fd(previous)
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        os.close(read)
+        os.close(write)

@@ -65,7 +65,12 @@ class Outage:
         class Flaky:
             def __getattr__(self, name: str) -> Any:
                 value = getattr(outage.store, name)
-                if not callable(value) or name in ("subscribe", "subscribe_finished"):
+                if not callable(value) or name in (
+                    "subscribe",
+                    "subscribe_finished",
+                    "name_sessions",
+                    "shared_session",
+                ):
                     return value
 
                 def call(*args: Any, **kwargs: Any) -> Any:

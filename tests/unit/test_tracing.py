@@ -562,3 +562,17 @@ def test_a_cancelled_run_and_a_retry_keep_their_spans(manual: Any, traces: Trace
     assert all(s.attributes["messaging.message.id"] == str(job_id) for s in spans)
     assert all(hex_ids(s.links[0].context)[1] == ENQUEUER_SPAN for s in spans)
     assert len({hex_ids(s)[0] for s in spans}) == 2
+
+
+def test_an_async_run_on_the_loop_is_one_span_per_attempt(auto: Finished, traces: Traces) -> None:  # noqa: F811
+    from tests.sampleapp.async_jobs import AsyncNap
+
+    jobs.enqueue(AsyncNap(seconds=0, fail=True), meta={"traceparent": SAMPLED})
+    jobs.start()
+    assert [e["outcome"] for e in auto.wait(1)] == ["retried"]
+    span = _wait_span(traces)
+    assert len(traces.runs()) == 1
+    assert span.attributes["anole.job.kind"] == "asyncrt.nap"
+    assert span.attributes["anole.job.outcome"] == "retried"
+    assert span.attributes["error.type"] == "ValueError"
+    assert span.status.status_code is StatusCode.ERROR

@@ -23,7 +23,7 @@ from anole_jobs.api import jobs
 from anole_jobs.core import STATES, JobRecord
 from anole_jobs.management import bulk_cli, workers_cli
 from anole_jobs.management.text import relative, shorten, table
-from anole_jobs.operations import actions, payloads
+from anole_jobs.operations import actions, audit, payloads
 from anole_jobs.operations import stats as run_stats
 from anole_jobs.operations.clock import now as clock_now
 from anole_jobs.operations.display import display_kind
@@ -70,13 +70,14 @@ def add_stats_arguments(command: argparse.ArgumentParser) -> None:
         "--period",
         choices=tuple(run_stats.PERIODS),
         default=run_stats.DEFAULT_PERIOD,
-        help="hour: per minute over the last hour (default); day: per hour over the last day",
+        help="hour: per minute over the last hour (default); day, week, month: per hour over "
+        "the last day, 7 days or 30 days",
     )
 
 
 def stats_text(report: run_stats.StatsReport) -> str:
     """The totals per queue, then every minute or hour of all of them."""
-    span = "the last hour, per minute" if report.period == "hour" else "the last day, per hour"
+    span = run_stats.PERIODS[report.period].words
 
     def counters(point: Any) -> tuple[object, ...]:
         p = run_stats.percentiles(point)
@@ -95,7 +96,7 @@ def stats_text(report: run_stats.StatsReport) -> str:
     totals = [(s.queue, *counters(s.total)) for s in report.queues]
     if len(report.queues) != 1:
         totals.append(("(all)", *counters(report.overall.total)))
-    fmt = "%H:%M" if report.period == "hour" else "%m-%d %H:00"
+    fmt = "%H:%M" if report.resolution == "minute" else "%m-%d %H:00"
     rows = [(p.at.strftime(fmt), *counters(p)) for p in report.overall.points]
     return (
         f"{span} (UTC), until {report.until.isoformat(timespec='seconds')}\n"
@@ -153,6 +154,9 @@ class Command(BaseCommand):
         )
         bulk_cli.add_search_options(listing)
         sub("show", "one job in full").add_argument("id", type=argument(parse_job_id))
+        sub("why", "why a job is not running yet (and when it will be, if known)").add_argument(
+            "id", type=argument(parse_job_id)
+        )
         sub("counts", "jobs per queue and state")
         sub("queues", "every queue: paused or not, and its jobs per state")
         for name, what in (
@@ -191,17 +195,35 @@ class Command(BaseCommand):
             action="store_true",
             help="act on a queue that is neither in QUEUES nor holds jobs (a new name)",
         )
+        signal = sub("signal", "send a signal to a job (one waiting for it wakes at once)")
+        signal.add_argument("id", type=argument(parse_job_id))
+        signal.add_argument("name")
+        signal.add_argument("--payload", help="the signal's payload as JSON (default null)")
         sub("cron", "the CRON entries with their next and last ticks")
         sub("cron-trigger", "enqueue a CRON entry's job now").add_argument("name")
         add_stats_arguments(sub("stats", "jobs started, completed and failed; run times"))
         sub("workers", workers_cli.HELP)
+        sub("worker-quiet", workers_cli.QUIET_HELP).add_argument("id", metavar="WORKER_ID")
+        sub("worker-stop", workers_cli.STOP_HELP).add_argument("id", metavar="WORKER_ID")
+        audit_log = sub("audit", workers_cli.AUDIT_HELP)
+        audit_log.add_argument("--action", help="only this action (retry, delete, pause ...)")
+        audit_log.add_argument(
+            "--limit", type=argument(parse_limit), default=100, help="default 100, max 500"
+        )
+        sub("reencrypt", "seal every encrypted job again with the newest ENCRYPTION_KEYS key")
+        sub(
+            "check-deploy",
+            "jobs waiting in the store that this code cannot run; exit 1 when any (a CI step "
+            "before a deploy)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options.get("json"))
         self.stdin = options.get("stdin")
         action = getattr(self, "do_" + options["subcommand"].replace("-", "_"))
         try:
-            action(options)
+            with audit.acting("cli", "cli"):  # the audit log names the CLI as its actor
+                action(options)
         except EXPECTED as exc:
             problem = problem_of(exc, log=False)
             if problem is None:
@@ -238,6 +260,36 @@ class Command(BaseCommand):
         )
 
     # -- subcommands -----------------------------------------------------------------------
+    def do_reencrypt(self, options: dict[str, Any]) -> None:
+        n = jobs.reencrypt()
+        audit.record("reencrypt", "every encrypted job", f"{n} sealed again")
+        self.emit(
+            {"reencrypted": n},
+            lambda: f"sealed {n} job{'' if n == 1 else 's'} again with the newest key",
+        )
+
+    def do_check_deploy(self, options: dict[str, Any]) -> None:
+        problems = jobs.check_deploy()
+        if self.as_json:
+            self.stdout.write(
+                json.dumps(
+                    [
+                        {"kind": p.kind, "version": p.version, "jobs": p.jobs, "reason": p.reason}
+                        for p in problems
+                    ]
+                )
+            )
+        else:
+            for problem in problems:
+                self.stdout.write(problem.line())
+            if not problems:
+                self.stdout.write("this code can run every job waiting in the store")
+        if problems:
+            n = sum(p.jobs for p in problems)
+            raise CommandError(
+                f"{n} waiting job{'' if n == 1 else 's'} that this code cannot run", returncode=1
+            )
+
     def do_list(self, options: dict[str, Any]) -> None:
         bulk_cli.check_names(options)
         page = fetch_page(
@@ -268,7 +320,29 @@ class Command(BaseCommand):
 
     def do_show(self, options: dict[str, Any]) -> None:
         record = actions.get(options["id"])
-        self.emit(payloads.job(record), lambda: self.describe(record))
+        waiting = actions.why(record.id)
+
+        def human() -> str:
+            text = self.describe(record, timeline=True)
+            if waiting is not None:
+                text += f"\nwaiting       {waiting.reason}: {waiting.detail}"
+            return text
+
+        self.emit(payloads.job_detail(record, waiting), human)
+
+    def do_why(self, options: dict[str, Any]) -> None:
+        job_id = options["id"]
+        waiting = actions.why(job_id)
+
+        def human() -> str:
+            if waiting is None:
+                return f"job {job_id} is not waiting (it is running or has finished)"
+            line = f"job {job_id} waits: {waiting.reason}: {waiting.detail}"
+            if waiting.until is not None:
+                line += f" (until {waiting.until.isoformat()})"
+            return line
+
+        self.emit({"id": job_id, "waiting": payloads.waiting(waiting)}, human)
 
     def do_workflow(self, options: dict[str, Any]) -> None:
         from anole_jobs.management import workflow_cli
@@ -280,7 +354,7 @@ class Command(BaseCommand):
             record = workflows.get(options["id"])
         self.emit(payloads.workflow(record), lambda: workflow_cli.describe(record, self.now()))
 
-    def describe(self, record: JobRecord) -> str:
+    def describe(self, record: JobRecord, *, timeline: bool = False) -> str:
         now = self.now()
         lines = [
             f"job {record.id}  {display_kind(record.kind, record.args)}  ({record.state})",
@@ -315,6 +389,10 @@ class Command(BaseCommand):
             traceback = str(error.get("traceback") or "").rstrip()
             if traceback:
                 lines.extend("    " + line for line in traceback.splitlines())
+        if timeline:
+            from anole_jobs.management import timeline_cli
+
+            lines.extend(timeline_cli.describe(record, now))
         return "\n".join(lines)
 
     def each_job(
@@ -363,9 +441,9 @@ class Command(BaseCommand):
             bulk_cli.run_bulk(self, action, options, self.stdin)
             return True
         if not options["ids"]:
-            raise CommandError(
-                "give job ids, or filters (--state, --queue, --kind, --kind-prefix, --error, "
-                "--args) to act on every matching job",
+            raise CommandError(  # a usage error, worded as argparse words its own
+                f"jobs {action}: error: give job ids, or filters (--state, --queue, --kind, "
+                "--kind-prefix, --error, --args) to act on every matching job",
                 returncode=2,
             )
         return False
@@ -385,17 +463,25 @@ class Command(BaseCommand):
             ),
         )
 
-    def queue_line(self, name: str, paused: bool, counts: dict[str, int]) -> tuple[str, ...]:
+    def queue_line(
+        self, name: str, paused: bool, counts: dict[str, int], served: set[str] | None = None
+    ) -> tuple[str, ...]:
+        """A queue's row: "paused" or "active" (not paused), and, when `served` (the queues
+        live workers run) is given, "no worker" for one that none runs."""
         summary = ", ".join(f"{n} {state}" for state, n in counts.items()) or "no jobs"
-        return (name, "paused" if paused else "running", summary)
+        status = "paused" if paused else "active"
+        if served is not None and name not in served:
+            status += ", no worker"
+        return (name, status, summary)
 
     def do_queues(self, options: dict[str, Any]) -> None:
         records = jobs.queues()
+        served = {queue.name for worker in jobs.workers() for queue in worker.queues}
         self.emit(
             payloads.queues(records),
             lambda: table(
                 ("QUEUE", "STATUS", "JOBS"),
-                [self.queue_line(q.name, q.paused, dict(q.counts)) for q in records],
+                [self.queue_line(q.name, q.paused, dict(q.counts), served) for q in records],
             ),
         )
 
@@ -405,7 +491,7 @@ class Command(BaseCommand):
             *self.queue_line(record.name, record.paused, dict(record.counts))
         )
         if not outcome.changed:
-            line += f"; nothing changed (it was {'paused' if record.paused else 'running'})"
+            line += f"; nothing changed (it was {'paused' if record.paused else 'active'})"
         self.emit(payloads.queue(record), _constant(line))
 
     def do_pause(self, options: dict[str, Any]) -> None:
@@ -470,6 +556,24 @@ class Command(BaseCommand):
             ),
         )
 
+    def do_signal(self, options: dict[str, Any]) -> None:
+        payload = None
+        if options.get("payload") is not None:
+            try:
+                payload = json.loads(options["payload"])
+            except ValueError:
+                raise CommandError("--payload must be JSON, e.g. '{\"paid\": true}'") from None
+        stored = actions.signal(options["id"], options["name"], payload)
+        self.emit(
+            {"stored": stored},
+            _constant(
+                f"signal {options['name']!r} stored on job {options['id']}"
+                if stored
+                else f"job {options['id']} already has signal {options['name']!r}, or finished:"
+                " nothing changed"
+            ),
+        )
+
     def do_cron_trigger(self, options: dict[str, Any]) -> None:
         result = actions.trigger(options["name"]).record
         self.emit(
@@ -486,3 +590,10 @@ class Command(BaseCommand):
         self.emit(run_stats.as_json(report), lambda: stats_text(report))
 
     do_workers = workers_cli.do_workers
+    do_audit = workers_cli.do_audit
+
+    def do_worker_quiet(self, options: dict[str, Any]) -> None:
+        workers_cli.do_worker_control(self, options, "quiet")
+
+    def do_worker_stop(self, options: dict[str, Any]) -> None:
+        workers_cli.do_worker_control(self, options, "stop")

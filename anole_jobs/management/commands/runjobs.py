@@ -27,7 +27,7 @@ from anole_jobs import metrics, tracing
 from anole_jobs.api import jobs
 from anole_jobs.bounds import name_problem
 from anole_jobs.errors import ConfigurationError, StoreUnavailable
-from anole_jobs.worker import recycle
+from anole_jobs.worker import gctune, recycle
 from anole_jobs.worker.logline import LineFormatter
 from anole_jobs.worker.process import WorkerProcess
 from anole_jobs.worker.runner import wait_for_store
@@ -46,14 +46,22 @@ MEMORY_REFUSED = (
 
 def _at_least_one(what: str) -> Any:
     """An argparse type: an int of at least 1 (a bad value exits 2 with this message)."""
+    return _whole_number(what, 1)
 
+
+def _not_negative(what: str) -> Any:
+    """An argparse type: an int of 0 or more (a bad value exits 2 with this message)."""
+    return _whole_number(what, 0)
+
+
+def _whole_number(what: str, least: int) -> Any:
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{what} must be a whole number, not {text!r}")
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{what} must be at least 1, not {value}")
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {least}, not {value}")
         return value
 
     return parse
@@ -125,6 +133,15 @@ class Command(BaseCommand):
             help="past MIB mebibytes of resident memory, a worker process claims nothing more, "
             "finishes its jobs and is replaced (a single runjobs exits with status 3)",
         )
+        parser.add_argument(
+            "--gc-threshold",
+            type=_not_negative("--gc-threshold"),
+            default=gctune.DEFAULT_THRESHOLD,
+            metavar="N",
+            help="once the workers are up, freeze the start-up's objects out of Python's "
+            "garbage collector and collect the young generation every N allocations "
+            f"(default: {gctune.DEFAULT_THRESHOLD:,}; 0: leave the collector as it is)",
+        )
         # Set by the supervisor on the workers it starts: their number, for their log lines.
         parser.add_argument("--supervised", type=int, help=argparse.SUPPRESS)
         # No default for -v: left out, a level set in LOGGING is kept.
@@ -176,7 +193,9 @@ class Command(BaseCommand):
                     sys.exit(status)
                 return
             self._start_observability(service.settings, options)
-            process = WorkerProcess(limits, supervised=supervised)
+            process = WorkerProcess(
+                limits, supervised=supervised, gc_threshold=options["gc_threshold"]
+            )
             process.start(lambda: jobs.start(queues=options.get("queues"), concurrency=concurrency))
         except (ConfigurationError, StoreUnavailable) as exc:
             raise CommandError(str(exc)) from None

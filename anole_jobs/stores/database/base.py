@@ -29,6 +29,7 @@ import json
 from abc import abstractmethod
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,10 +37,12 @@ from django.db import IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
+from anole_jobs import timeline
 from anole_jobs.conf import Settings
 from anole_jobs.core import (
     FINAL_STATES,
     LIST_LIMIT_MAX,
+    LIVE_STATES,
     CronState,
     JobRecord,
     ListFilter,
@@ -66,21 +69,29 @@ from anole_jobs.stores.database.ddl import (
     STAT_COLUMNS,
     channel,
     done_channel,
+    stat_hour_table,
     stat_table,
     tables,
 )
+from anole_jobs.stores.database.durable import SQLDurable
+from anole_jobs.stores.database.fairflow import SQLFairFlow
+from anole_jobs.stores.database.flow import SQLFlow
 from anole_jobs.stores.database.limits import SQLLimits
 from anole_jobs.stores.database.parts import LIVE, literals
 from anole_jobs.stores.database.workers import SQLWorkers
 from anole_jobs.stores.database.workflows import Settled
+from anole_jobs.stores.durable import record_steps, steps_of
 from anole_jobs.stores.search import BulkAction, search_matches
 from anole_jobs.stores.stats import (
-    STATS_KEEP,
     Resolution,
     StatsByQueue,
     check_range,
     floor_time,
+    hour_number,
+    hourly_points,
     minute_number,
+    minutes_to_prune,
+    roll_range,
     roll_up_rows,
 )
 from anole_jobs.stores.wakeups import announce
@@ -107,7 +118,10 @@ COLUMNS = (
     "result",
     "workflow_id",
     "step_name",
+    "version",
 )
+#: The columns of the job's timeline `get` reads after `COLUMNS` (see `with_timeline`).
+TIMELINE_COLUMNS = "progress, logs, attempts, claimed_by"
 #: How every insert meets a job that holds its unique key: insert nothing. The predicate lets the
 #: server infer the partial unique index on ``unique_lock`` (only jobs holding a key have an
 #: entry in it), and still matches a full unique constraint (SQLite keeps one, see migration
@@ -126,6 +140,8 @@ INSERT_ROUNDS = 8
 FOLD_AFTER = 1_000
 #: Delta rows of the stat table a `stats()` read sums past which it folds them (PostgreSQL).
 STAT_FOLD_AFTER = 20_000
+#: The stat table's counters summed over a group of rows (the longest run kept).
+_SUMS = ", ".join(f"MAX({c})" if c == "max_ms" else f"SUM({c})" for c in STAT_COLUMNS)
 #: Rows a search that tests its terms in Python reads per statement.
 SEARCH_CHUNK = 500
 
@@ -143,7 +159,7 @@ def decode_json(value: object) -> Any:
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
-class SQLStore(SQLLimits, SQLWorkers, Store):
+class SQLStore(SQLDurable, SQLFairFlow, SQLFlow, SQLLimits, SQLWorkers, Store):
     """The durable store on one Django database alias; subclassed per vendor."""
 
     vendor: str = ""
@@ -260,9 +276,12 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     def cursor(self) -> CursorWrapper:
         return self.connection.cursor()
 
-    def select(self, alias: str = "") -> str:
+    def select(self, alias: str = "", *, steps: bool = False) -> str:
+        """The columns `record` reads; with `steps`, the job's durable steps too (the reads
+        a person makes; claims leave them out: a handler reads them when it needs them)."""
         qualifier = f"{alias}." if alias else ""
-        return ", ".join(qualifier + column for column in COLUMNS)
+        columns = (*COLUMNS, "steps") if steps else COLUMNS
+        return ", ".join(qualifier + column for column in columns)
 
     def record(self, row: Sequence[Any]) -> JobRecord:
         return JobRecord(
@@ -284,7 +303,47 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             result=decode_json(row[17]) if row[17] is not None else None,
             workflow_id=row[18],
             step_name=row[19],
+            version=row[20] if len(row) > 20 else 1,
+            steps=record_steps(steps_of(row[21])) if len(row) > 21 else {},
         )
+
+    def timeline_time(self, value: Any) -> datetime | None:
+        """A time in the job's timeline JSON (ISO text, or the vendor's own text for a time
+        copied from a column) as an aware UTC datetime."""
+        if isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value)
+            except ValueError:
+                return None
+        return self.decode_time(value) if isinstance(value, datetime) else None
+
+    def with_timeline(self, record: JobRecord, row: Sequence[Any]) -> JobRecord:
+        """`record` with its timeline from the `TIMELINE_COLUMNS` values `row` ends with."""
+        progress, logs, attempts, worker = row[-4:]
+        parse = self.timeline_time
+        running = timeline.unwritten_attempt(
+            record.state, record.attempt, worker, record.attempted_at, record.finished_at
+        )
+        return replace(
+            record,
+            progress=timeline.decode_progress(progress, parse),
+            logs=timeline.decode_logs(logs, parse),
+            attempts=timeline.decode_attempts(attempts, parse, running=running),
+        )
+
+    @abstractmethod
+    def end_attempt_sql(self, outcome: str) -> str:
+        """A SET clause that ends the running attempt of the row it updates in its attempts
+        (outcome `outcome`, its end one ``%s`` parameter: `encode_time` of now) and leaves
+        the attempts of a row that is not running as they are."""
+
+    @abstractmethod
+    def retry_attempts_sql(self, running: bool) -> str:
+        """A SET clause for a retry of the row it updates: a ``completed`` row's completing
+        attempt, which only its row says (the finish leaves it out of the attempts), goes into
+        its attempts (unless already there); with `running`, a ``running`` row's attempt ends
+        ``restarted`` as `end_attempt_sql` ends it (one ``%s`` parameter). Other rows' attempts
+        are left as they are."""
 
     def claimed_job(self, row: Sequence[Any], now: datetime, lease_until: datetime) -> ClaimedJob:
         """A row `claim_rows` returned (all of `COLUMNS` unless the vendor returns less)."""
@@ -301,8 +360,16 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         if not jobs:
             return []
-        with self.writing(), self.cursor() as cursor:
-            results, woken = self._insert(cursor, jobs)
+        if any(job.flow for job in jobs):
+            # Turns and sequences are written with the jobs, in one transaction: no claim may
+            # see a job of a sequence before it has its place.
+            with self.write_lock(), self.cursor() as cursor:
+                self.lock_sequences(cursor, jobs)
+                results, woken = self._insert(cursor, jobs)
+                self.stamp_flow(cursor, jobs, results)
+        else:
+            with self.writing(), self.cursor() as cursor:
+                results, woken = self._insert(cursor, jobs)
         self.wake_at_commit(woken)
         return results
 
@@ -369,11 +436,51 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     ) -> list[ClaimedJob]:
         if limit <= 0 or (kinds is not None and not kinds):
             return []
+        if self.claims_sequences(kinds):  # jobs of a kind with a sequence may be among them
+            return self.claim_sequenced(
+                queue, kinds=kinds, limit=limit, now=now, lease_until=lease_until, worker=worker
+            )
         with self.cursor() as cursor:
             rows = self.claim_rows(cursor, queue, kinds, limit, now, lease_until, worker)
         claimed = [self.claimed_job(row, now, lease_until) for row in rows]
         claimed.sort(key=lambda c: (-c.record.priority, c.record.scheduled_at, c.record.id))
         return self.remember_plain(claimed)
+
+    # -- safe deploys (docs/deploys.md) ----------------------------------------------------
+    def rename_kind(self, run: RunRef, kind: str) -> bool:
+        with self.writing(), self.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.job_table} SET kind = %s WHERE id = %s AND state = 'running'"
+                " AND attempt = %s AND claim_token = %s",
+                [kind, run.id, run.attempt, run.token],
+            )
+            return bool(cursor.rowcount)
+
+    def rewrite_payload(
+        self, job_id: int, *, args: Mapping[str, Any] | None, result: str | None
+    ) -> bool:
+        sets, params = ["id = id"], []
+        if args is not None:
+            sets.append("args = %s")
+            params.append(encode_json(dict(args)))
+        if result is not None:
+            sets.append("result = %s")
+            params.append(result)
+        with self.writing(), self.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.job_table} SET {', '.join(sets)} WHERE id = %s", [*params, job_id]
+            )
+            return bool(cursor.rowcount)
+
+    def live_versions(self) -> dict[tuple[str, int], int]:
+        states, params = self.in_list("state", list(LIVE_STATES))
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT kind, version, COUNT(*) FROM {self.job_table} WHERE {states}"
+                " GROUP BY kind, version",
+                params,
+            )
+            return {(kind, int(version)): int(n) for kind, version, n in cursor.fetchall()}
 
     def remember_plain(self, claimed: list[ClaimedJob]) -> list[ClaimedJob]:
         """Note the runs of `claimed` whose job is no workflow step (a job's `workflow_id`
@@ -470,6 +577,15 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     #: How a JSON parameter is written in SQL (PostgreSQL casts the text to jsonb).
     json_parameter = "%s"
 
+    def record_progress(self, run: RunRef, progress: str) -> bool:
+        with self.writing(), self.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.job_table} SET progress = {self.json_parameter}"
+                " WHERE id = %s AND attempt = %s AND claim_token = %s AND state = 'running'",
+                [progress, run.id, run.attempt, run.token],
+            )
+            return cursor.rowcount > 0
+
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
         with self.cursor() as cursor:
             cursor.execute(
@@ -520,8 +636,25 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
                 workflows.forget_steps(self, cursor, rows)
         if not self.connection.in_atomic_block:
             self.fold_counts()  # the leader's periodic duty keeps the count table small
-        self.prune_stats(now)
         return pruned
+
+    def expired(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> builtins.list[JobRecord]:
+        found: list[JobRecord] = []
+        with self.cursor() as cursor:
+            for state, horizon in horizons.items():
+                if len(found) >= limit:
+                    break
+                cursor.execute(
+                    f"SELECT {self.select()} FROM {self.job_table}"
+                    f" WHERE state = {literals([state])}"
+                    " AND finished_at IS NOT NULL AND finished_at < %s"
+                    " ORDER BY finished_at, id LIMIT %s",
+                    [self.encode_time(now - horizon), limit - len(found)],
+                )
+                found += [self.record(row) for row in cursor.fetchall()]
+        return found
 
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
         if not queues:
@@ -589,6 +722,7 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             if cursor.fetchone() is None or job is None:
                 return None
             (inserted,), woken = self._insert(cursor, [job])
+            self.stamp_flow(cursor, [job], [inserted])
             cursor.execute(
                 f"UPDATE {table} SET last_job_id = %s WHERE name = %s", [inserted.id, name]
             )
@@ -599,6 +733,7 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         table = self.cron_table
         with self.write_lock(), self.cursor() as cursor:
             (inserted,), woken = self._insert(cursor, [job])
+            self.stamp_flow(cursor, [job], [inserted])
             if inserted.inserted:
                 # The last tick is left as it is (NULL for an entry the leader has not seen).
                 cursor.execute(
@@ -610,11 +745,21 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         return inserted
 
     # -- admin -----------------------------------------------------------------------------
+    def ping(self) -> None:
+        # A round trip that needs the job table but reads none of its later columns: a
+        # database migrated by an older release answers it (the start-up check then says
+        # which migrations it lacks), one without the tables does not.
+        with self.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {self.job_table} WHERE id = 0")
+            cursor.fetchone()
+
     def get(self, job_id: int) -> JobRecord | None:
         row = self.fetch_one(
-            f"SELECT {self.select()} FROM {self.job_table} WHERE id = %s", [job_id]
+            f"SELECT {self.select(steps=True)}, {TIMELINE_COLUMNS} FROM {self.job_table}"
+            " WHERE id = %s",
+            [job_id],
         )
-        return self.record(row) if row is not None else None
+        return self.with_timeline(self.record(row), row) if row is not None else None
 
     def list(self, filter: ListFilter) -> list[JobRecord]:
         limit = max(0, min(filter.limit, LIST_LIMIT_MAX))
@@ -665,7 +810,7 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         alone reads the three parts apart and merges them; a list by state names the
         predicates of the indexes that hold it (SQLite matches a partial index only on its
         predicate's very terms)."""
-        head = f"SELECT {self.select()} FROM {self.job_table}"
+        head = f"SELECT {self.select(steps=True)} FROM {self.job_table}"
         by_queue_or_kind = filter.queue is not None or filter.kind is not None
         if filter.state is None and filter.workflow is None and by_queue_or_kind:
             parts = [NOT_HOT, *HOT_CONDITIONS]
@@ -739,11 +884,12 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
         if action == "cancel":
             with self.writing(), self.cursor() as cursor:
                 cursor.execute(
-                    f"UPDATE {self.job_table} SET state = 'cancelled', finished_at = %s,"
+                    f"UPDATE {self.job_table} SET {self.end_attempt_sql(timeline.CANCELLED)},"
+                    " state = 'cancelled', finished_at = %s,"
                     " lease_until = NULL,"
                     " unique_lock = CASE WHEN unique_scope = 'any' THEN unique_lock ELSE NULL END"
                     f" WHERE {where} AND state IN ({LIVE}) RETURNING id",
-                    [self.encode_time(now), *params],
+                    [self.encode_time(now), self.encode_time(now), *params],
                 )
                 ended = [row[0] for row in cursor.fetchall()]
             self.send_done_notify(ended)
@@ -765,7 +911,8 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
             with transaction.atomic(using=self.alias), self.cursor() as cursor:
                 # As `retry`, for the batch: a job whose key another job holds stays as it is.
                 cursor.execute(
-                    f"UPDATE {table} SET state = 'available', scheduled_at = %s,"
+                    f"UPDATE {table} SET {self.retry_attempts_sql(running=False)},"
+                    " state = 'available', scheduled_at = %s,"
                     " finished_at = NULL, lease_until = NULL, unique_lock = unique_key,"
                     " result = NULL,"
                     " max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1"
@@ -818,7 +965,8 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
                 # A job that does not hold its key takes it back, unless another job holds it
                 # (two live jobs with one key): then it is left as it is, like memory.py.
                 row = self.fetch_one(
-                    f"UPDATE {table} SET state = 'available', scheduled_at = %s,"
+                    f"UPDATE {table} SET {self.retry_attempts_sql(running=True)},"
+                    " state = 'available', scheduled_at = %s,"
                     " finished_at = NULL, lease_until = NULL, unique_lock = unique_key,"
                     " result = NULL,"
                     " max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1"
@@ -826,8 +974,8 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
                     " WHERE id = %s AND (unique_key IS NULL OR unique_lock IS NOT NULL"
                     f" OR NOT EXISTS (SELECT 1 FROM {table} AS other"
                     f" WHERE other.unique_lock = {table}.unique_key))"
-                    f" RETURNING {self.select()}",
-                    [self.encode_time(now), job_id],
+                    f" RETURNING {self.select(steps=True)}",
+                    [self.encode_time(now), self.encode_time(now), job_id],
                 )
                 if row is not None:
                     self.send_notify([row[2]])  # delivered if this transaction commits
@@ -844,11 +992,12 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     def cancel(self, job_id: int, *, now: datetime) -> JobRecord | None:
         with self.write_lock():
             row = self.fetch_one(
-                f"UPDATE {self.job_table} SET state = 'cancelled', finished_at = %s,"
+                f"UPDATE {self.job_table} SET {self.end_attempt_sql(timeline.CANCELLED)},"
+                " state = 'cancelled', finished_at = %s,"
                 " lease_until = NULL, cancelled_by = NULL,"
                 " unique_lock = CASE WHEN unique_scope = 'any' THEN unique_lock ELSE NULL END"
-                f" WHERE id = %s AND state IN ({LIVE}) RETURNING {self.select()}",
-                [self.encode_time(now), job_id],
+                f" WHERE id = %s AND state IN ({LIVE}) RETURNING {self.select(steps=True)}",
+                [self.encode_time(now), self.encode_time(now), job_id],
             )
             if row is not None and row[18] is not None:  # a workflow step: settle its dependents
                 with self.cursor() as cursor:
@@ -961,37 +1110,83 @@ class SQLStore(SQLLimits, SQLWorkers, Store):
     ) -> StatsByQueue:
         check_range(since, until, resolution)
         table = f'"{stat_table(self.prefix)}"'
-        sums = ", ".join(f"MAX({c})" if c == "max_ms" else f"SUM({c})" for c in STAT_COLUMNS)
-        params: list[Any] = [minute_number(floor_time(since, resolution)), minute_number(until)]
-        where = "minute >= %s AND minute <= %s"
+        first, last = minute_number(floor_time(since, resolution)), minute_number(until)
+        of_queues = ""
+        queue_params: list[Any] = []
         if queues is not None:
             if not queues:
                 return {}
-            clause, extra = self.in_list("queue", queues)
-            where, params = f"{where} AND {clause}", [*params, *extra]
+            clause, queue_params = self.in_list("queue", queues)
+            of_queues = f" AND {clause}"
         minutes: dict[str, dict[int, Sequence[int]]] = {}
+        hours: dict[str, dict[int, Sequence[int]]] = {}
         rows = 0
         with self.cursor() as cursor:
             # Summed per minute or per hour by the database: a day is 24 rows per queue.
             start = "minute" if resolution == "minute" else "minute - minute %% 60"
             cursor.execute(
-                f"SELECT queue, {start} AS start, COUNT(*), {sums} FROM {table} WHERE {where}"
-                " GROUP BY queue, start",
-                params,
+                f"SELECT queue, {start} AS start, COUNT(*), {_SUMS} FROM {table}"
+                f" WHERE minute >= %s AND minute <= %s{of_queues} GROUP BY queue, start",
+                [first, last, *queue_params],
             )
             for queue, minute, deltas, *values in cursor.fetchall():
                 rows += deltas
                 minutes.setdefault(queue, {})[int(minute)] = values
+            if resolution == "hour":
+                cursor.execute(
+                    f"SELECT queue, hour, {', '.join(STAT_COLUMNS)}"
+                    f' FROM "{stat_hour_table(self.prefix)}"'
+                    f" WHERE hour >= %s AND hour <= %s{of_queues}",
+                    [first // 60, last // 60, *queue_params],
+                )
+                for queue, hour, *values in cursor.fetchall():
+                    hours.setdefault(queue, {})[int(hour)] = values
         if rows > STAT_FOLD_AFTER and not self.connection.in_atomic_block:
             self.fold_stats()
+        if resolution == "hour":
+            return hourly_points(hours, minutes)
         return roll_up_rows(minutes, resolution)
 
-    def prune_stats(self, now: datetime) -> None:
-        """Drop the minutes older than `STATS_KEEP` (the leader's prune calls it)."""
+    def _rolled_through(self, cursor: CursorWrapper) -> int | None:
+        cursor.execute(f'SELECT MAX(hour) FROM "{stat_hour_table(self.prefix)}"')
+        (through,) = cursor.fetchone()
+        return None if through is None else int(through)
+
+    def roll_up_stats(self, *, now: datetime, keep: timedelta) -> int:
+        table, hour_table = f'"{stat_table(self.prefix)}"', f'"{stat_hour_table(self.prefix)}"'
+        columns = ", ".join(STAT_COLUMNS)
         with self.cursor() as cursor:
+            through, oldest = self._rolled_through(cursor), None
+            if through is None:
+                cursor.execute(f"SELECT MIN(minute) FROM {table}")
+                (found,) = cursor.fetchone()
+                oldest = None if found is None else int(found)
+            hours = roll_range(through, oldest, now)
+            if not hours:
+                return 0
+            # One statement: the hours' sums over their rows, where they count more moves (a
+            # re-roll of an hour whose minutes are gone inserts nothing, so overwrites nothing).
+            counted = " + ".join(f"{{0}}.{c}" for c in STAT_COLUMNS[:4])
             cursor.execute(
-                f'DELETE FROM "{stat_table(self.prefix)}" WHERE minute < %s',
-                [minute_number(now - STATS_KEEP)],
+                f"INSERT INTO {hour_table} (queue, hour, {columns})"
+                f" SELECT queue, minute / 60, {_SUMS} FROM {table}"
+                " WHERE minute >= %s AND minute < %s GROUP BY queue, minute / 60"
+                f" ON CONFLICT (queue, hour) DO UPDATE SET"
+                f" {', '.join(f'{c} = excluded.{c}' for c in STAT_COLUMNS)}"
+                f" WHERE {counted.format('excluded')} > {counted.format(hour_table)}",
+                [hours.start * 60, hours.stop * 60],
+            )
+            return max(cursor.rowcount, 0)
+
+    def prune_stats(self, *, minutes_before: datetime, hours_before: datetime) -> None:
+        with self.cursor() as cursor:
+            keep_from = minutes_to_prune(minutes_before, self._rolled_through(cursor))
+            cursor.execute(
+                f'DELETE FROM "{stat_table(self.prefix)}" WHERE minute < %s', [keep_from]
+            )
+            cursor.execute(
+                f'DELETE FROM "{stat_hour_table(self.prefix)}" WHERE hour < %s',
+                [hour_number(hours_before)],
             )
         if not self.connection.in_atomic_block:
             self.fold_stats()
@@ -1025,7 +1220,7 @@ def insert_values(
 ) -> list[list[Any]]:
     """Each job's values for an insert, in the order every vendor's insert statement reads
     them: kind, queue, state, args, meta, priority, max_attempts, created_at, scheduled_at,
-    unique_key, unique_scope. A batch's jobs mostly share their two times, so each distinct
+    unique_key, unique_scope, version. A batch's jobs mostly share their two times, so each distinct
     time is encoded once."""
     times: dict[datetime, Any] = {}
 
@@ -1048,6 +1243,7 @@ def insert_values(
             time(job.scheduled_at),
             job.unique_key,
             job.unique_scope,
+            job.version,
         ]
         for job in jobs
     ]

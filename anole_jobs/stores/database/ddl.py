@@ -85,6 +85,7 @@ class Tables:
     dependency: str  # one row per (step, dependency) edge of a workflow (migration 0005)
     limit: str = ""  # one row per limited queue: its runtime limits, its recent claims (0006)
     worker: str = ""  # one row per running worker process (migration 0008)
+    audit: str = ""  # one row per operator action (migration 0017)
 
 
 def tables(prefix: str) -> Tables:
@@ -98,6 +99,7 @@ def tables(prefix: str) -> Tables:
         dependency=prefix + "dependency",
         limit=prefix + "limit",
         worker=prefix + "worker",
+        audit=prefix + "audit",
     )
 
 
@@ -212,6 +214,26 @@ MODEL_JOB_INDEXES: tuple[IndexSpec, ...] = tuple(
 WORKFLOW_INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("job_workflow", ("workflow_id", "id"), '"workflow_id" IS NOT NULL'),
 )
+#: The indexes migration 0015 adds (fair flow and sequences): only jobs that have a turn or a
+#: sequence have an entry.
+_LIVE = "('pending', 'scheduled', 'available', 'running', 'retrying')"
+FLOW_INDEXES: tuple[IndexSpec, ...] = (
+    IndexSpec(
+        "job_fair",
+        ("queue", "-priority", "fair_order", "id"),
+        '("fair_order" IS NOT NULL AND "state" = \'available\')',
+    ),
+    IndexSpec(
+        "job_fair_key",
+        ("queue", "fair_key", "fair_order"),
+        f'("fair_order" IS NOT NULL AND "state" IN {_LIVE})',
+    ),
+    IndexSpec(
+        "job_sequence",
+        ("sequence_key", "id"),
+        f'("sequence_key" IS NOT NULL AND "state" IN {_LIVE})',
+    ),
+)
 DEPENDENCY_INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("dep_dependency", ("dependency_id",), None),
     IndexSpec("dep_job", ("job_id",), None),
@@ -226,6 +248,12 @@ def count_function_name(prefix: str) -> str:
 def stat_table(prefix: str) -> str:
     """The table of per-queue, per-minute run statistics (migration 0007)."""
     return prefix + "stat"
+
+
+def stat_hour_table(prefix: str) -> str:
+    """The table of per-queue, per-hour run statistics the leader rolls up from the minutes
+    (migration 0018)."""
+    return prefix + "stat_hour"
 
 
 def stat_function_name(prefix: str) -> str:

@@ -38,6 +38,7 @@ from anole_jobs.stores.database.ddl import (
     index_name,
     pg_like_index_name,
     schema_name,
+    stat_hour_table,
     stat_table,
     tables,
 )
@@ -61,6 +62,10 @@ INDEX_SUFFIXES = (
     "dep_dependency",
     "dep_job",
     "stat_minute",
+    "job_fair",
+    "job_fair_key",
+    "job_sequence",
+    "stat_hour_hour",
 )
 #: Schema-wide names with PostgreSQL's 63-character cap (`ddl.schema_name`): the unique
 #: constraint, the triggers and the functions.
@@ -97,6 +102,7 @@ def schema_names(prefix: str) -> dict[str, str]:
     names = tables(prefix)
     found = {f"table:{field.name}": getattr(names, field.name) for field in fields(names)}
     found["table:stat"] = stat_table(prefix)
+    found["table:stat_hour"] = stat_hour_table(prefix)
     found.update({f"index:{suffix}": index_name(prefix, suffix) for suffix in INDEX_SUFFIXES})
     found.update({f"schema:{suffix}": schema_name(prefix, suffix) for suffix in SCHEMA_SUFFIXES})
     for table, column in LIKE_INDEXES:
@@ -189,6 +195,12 @@ MIGRATIONS: tuple[tuple[str, str | None], ...] = (
     ("0010_limited_claim", "a claim within a queue's limits in one call (migration 0010)"),
     ("0011_enqueue_indexes", "enqueue indexes (migration 0011)"),
     ("0012_unique_lock", "the unique key's constraint, as older code needs it (migration 0012)"),
+    ("0013_durable", "durable steps, sleeps and signals (migration 0013)"),
+    ("0014_timeline", "the job's progress, log and attempts (migration 0014)"),
+    ("0015_flow", "fair flow, sequences and debounce (migration 0015)"),
+    ("0016_deploys", "kind versions and payload references (migration 0016)"),
+    ("0017_operator", "worker controls and the operators' audit log (migration 0017)"),
+    ("0018_history", "the statistics' hourly history (migration 0018)"),
 )
 
 

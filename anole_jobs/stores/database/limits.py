@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from anole_jobs.limits import Limits, Planner, RateLimit, RuntimeLimits, held_count
 from anole_jobs.stores.base import ClaimedJob, LimitedClaim
+from anole_jobs.stores.database.parts import CLAIM_KEY_SQL
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -76,6 +78,20 @@ class SQLLimits:
             lease_until: datetime,
             worker: str,
         ) -> list[tuple[Any, ...]]: ...
+        def claim_flow(
+            self,
+            queue: str,
+            *,
+            limits: Limits,
+            kinds: Collection[str] | None,
+            limit: int,
+            now: datetime,
+            lease_until: datetime,
+            worker: str,
+        ) -> LimitedClaim | None: ...
+        def flow_conditions(self, limits: Limits, *, alias: str = "c") -> str: ...
+        @staticmethod
+        def flow_order(limits: Limits, *, alias: str = "c") -> str: ...
 
     def claim_limited(
         self,
@@ -90,7 +106,19 @@ class SQLLimits:
     ) -> LimitedClaim:
         if limit <= 0 or (kinds is not None and not kinds):
             return LimitedClaim(jobs=[])
-        if not limits.partition:
+        if limits.flow and not limits.active:
+            flowing = self.claim_flow(
+                queue,
+                limits=limits,
+                kinds=kinds,
+                limit=limit,
+                now=now,
+                lease_until=lease_until,
+                worker=worker,
+            )
+            if flowing is not None:
+                return flowing
+        if not limits.partition and not limits.flow:
             found = self.claim_limited_call(
                 queue,
                 limits=limits,
@@ -113,6 +141,29 @@ class SQLLimits:
             )
             concurrency, rate_count, rate_seconds, claims = cursor.fetchone()
             effective = limits.overlay(_runtime(concurrency, rate_count, rate_seconds))
+            if effective.flow:
+                planner = Planner(
+                    effective,
+                    now=now.timestamp(),
+                    want=limit,
+                    running=self._running(cursor, queue, effective),
+                    window=_decode(claims) or {},
+                )
+                ids = self._pick(cursor, queue, kinds, planner, effective)
+                rows = self.claim_ids(cursor, ids, now, lease_until, worker) if ids else []
+                plan = planner.finish()
+                if effective.rate_limit is not None:
+                    cursor.execute(
+                        f"UPDATE {table} SET claims = %s WHERE queue = %s",
+                        [json.dumps(plan.window, separators=(",", ":")), queue],
+                    )
+                place = {job_id: i for i, job_id in enumerate(ids)}
+                claimed = self._claimed(rows, now, lease_until)
+                claimed.sort(key=lambda c: place[c.record.id])
+                reopens = None
+                if plan.reopens_at is not None:
+                    reopens = now + timedelta(seconds=plan.reopens_at - now.timestamp())
+                return LimitedClaim(jobs=claimed, held=plan.held, reopens_at=reopens)
             if not effective.active:
                 rows = self.claim_rows(cursor, queue, kinds, limit, now, lease_until, worker)
                 return LimitedClaim(jobs=self._claimed(rows, now, lease_until))
@@ -226,26 +277,38 @@ class SQLLimits:
         kind_filter = ""
         kind_params: list[Any] = []
         if kinds is not None:
-            where, kind_params = self.in_list("kind", kinds)
+            where, kind_params = self.in_list(CLAIM_KEY_SQL, kinds)
             kind_filter = f" AND {where}"
         ids: list[int] = []
-        offset = 0
-        while not planner.done and offset < SCAN_MAX:
-            cursor.execute(
-                f"SELECT id, args FROM {self.job_table}"
-                f" WHERE state = 'available' AND queue = %s{kind_filter}{self.not_paused()}"
-                f" ORDER BY priority DESC, scheduled_at, id LIMIT %s OFFSET %s{self.skip_locked}",
-                [queue, *kind_params, queue, PAGE, offset],
+        # With fairness or sequences: their conditions, and a fair queue's order (flow.py);
+        # a fair queue's jobs without a turn (enqueued before it had fairness) come after.
+        passes = [(self.flow_conditions(limits) if limits.flow else "", self.flow_order(limits))]
+        if limits.fairness is not None:
+            unturned = replace(limits, fairness=None)
+            passes.append(
+                (
+                    self.flow_conditions(unturned) + " AND c.fair_order IS NULL",
+                    self.flow_order(unturned),
+                )
             )
-            page = cursor.fetchall()
-            first = len(ids)
-            ids.extend(row[0] for row in page)
-            planner.offer(
-                (first + i, limits.key(_decode(args))) for i, (_, args) in enumerate(page)
-            )
-            if len(page) < PAGE:
-                break
-            offset += PAGE
+        for conditions, order in passes:
+            offset = 0
+            while not planner.done and offset < SCAN_MAX:
+                cursor.execute(
+                    f"SELECT c.id, c.args FROM {self.job_table} AS c WHERE c.state = 'available'"
+                    f" AND c.queue = %s{kind_filter}{self.not_paused()}{conditions}"
+                    f" ORDER BY {order} LIMIT %s OFFSET %s{self.skip_locked}",
+                    [queue, *kind_params, queue, PAGE, offset],
+                )
+                page = cursor.fetchall()
+                first = len(ids)
+                ids.extend(row[0] for row in page)
+                planner.offer(
+                    (first + i, limits.key(_decode(args))) for i, (_, args) in enumerate(page)
+                )
+                if len(page) < PAGE:
+                    break
+                offset += PAGE
         return [ids[i] for i in planner.plan.taken]
 
     def set_limits(self, queue: str, limits: RuntimeLimits) -> None:

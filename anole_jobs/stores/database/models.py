@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from anole_jobs.stores.database.ddl import (
     DEPENDENCY_INDEXES,
+    FLOW_INDEXES,
     HOT_STATES,
     MODEL_JOB_INDEXES,
     WORKFLOW_INDEXES,
@@ -40,6 +41,7 @@ __all__ = [
 TABLE_PREFIX, MIGRATE = configured()
 _TABLES = tables(TABLE_PREFIX)
 
+_LIVE = ["pending", "scheduled", "available", "running", "retrying"]
 #: The partial-index conditions of `ddl.MODEL_JOB_INDEXES`, as model conditions.
 _CONDITIONS: dict[str, Q] = {
     "job_claim": Q(state="available"),
@@ -51,11 +53,15 @@ _CONDITIONS: dict[str, Q] = {
     "job_state": ~Q(state="running"),
     "job_queue": ~Q(state__in=list(HOT_STATES)),
     "job_kind": ~Q(state__in=list(HOT_STATES)),
+    # fair flow and sequences (migration 0015)
+    "job_fair": Q(fair_order__isnull=False, state="available"),
+    "job_fair_key": Q(fair_order__isnull=False, state__in=_LIVE),
+    "job_sequence": Q(sequence_key__isnull=False, state__in=_LIVE),
 }
 
 
 def _job_indexes(
-    specs: tuple[IndexSpec, ...] = MODEL_JOB_INDEXES + WORKFLOW_INDEXES,
+    specs: tuple[IndexSpec, ...] = MODEL_JOB_INDEXES + WORKFLOW_INDEXES + FLOW_INDEXES,
 ) -> list[models.Index]:
     indexes = []
     for spec in specs:
@@ -111,6 +117,26 @@ class Job(models.Model):
     ignore_failed = models.BooleanField(null=True)
     ready_delay = models.BigIntegerField(null=True)
     cancelled_by = models.BigIntegerField(null=True)
+    # Durable execution (all NULL for a job that uses none; docs/durable.md): its recorded
+    # steps (a JSON array of [name, value, at], in the order recorded), its signals
+    # ({name: {"payload", "at"}}), the deadline kept per awaited signal name, and the name of
+    # the signal it is parked for.
+    steps = models.JSONField(null=True)
+    signals = models.JSONField(null=True)
+    signal_deadlines = models.JSONField(null=True)
+    awaiting = models.TextField(null=True)
+    #: The version of its kind's args it was stored with (docs/deploys.md; 1 before versions).
+    version = models.SmallIntegerField(db_default=1)
+    # The job's timeline (docs/timeline.md; NULL until it ran): its last progress report, its
+    # log (the newest JOB_LOG_LINES records of its handlers) and the attempts that ended.
+    progress = models.JSONField(null=True)
+    logs = models.JSONField(null=True)
+    attempts = models.JSONField(null=True)
+    # Fair flow and sequences (docs/flow-control.md; NULL for a plain job): its fairness
+    # value and turn, in a queue with fairness, and the sequence of a kind with one.
+    fair_key = models.TextField(null=True)
+    fair_order = models.FloatField(null=True)
+    sequence_key = models.TextField(null=True)
 
     class Meta:
         app_label = "anole_jobs"
@@ -229,8 +255,28 @@ class Worker(models.Model):
     last_seen = models.DateTimeField()
     expires_at = models.DateTimeField()
     info = models.JSONField()
+    #: An operator's request to it (quiet or stop) as JSON; NULL when none (migration 0017).
+    control = models.TextField(null=True)
 
     class Meta:
         app_label = "anole_jobs"
         db_table = _TABLES.worker
+        managed = MIGRATE
+
+
+class AuditEntry(models.Model):
+    """One operator action (docs/dashboard.md, "Audit"): who, what, which target, when and
+    from which surface. The leader prunes rows older than ``AUDIT_KEEP``."""
+
+    id = models.BigAutoField(primary_key=True)
+    at = models.DateTimeField()
+    actor = models.TextField()
+    action = models.TextField()
+    target = models.TextField()
+    surface = models.TextField()
+    detail = models.TextField()
+
+    class Meta:
+        app_label = "anole_jobs"
+        db_table = _TABLES.audit
         managed = MIGRATE

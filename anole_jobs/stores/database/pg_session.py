@@ -1,8 +1,14 @@
 """PostgreSQL's dedicated connections: the leader's advisory lock and the LISTEN thread.
 
-Both need a session of their own, outside Django's per-thread connections: an advisory lock
-lives as long as its session (a terminated backend frees it, and the old leader notices
-at its next re-check), and LISTEN needs a connection that nothing else uses.
+Both need a session of their own, outside Django's per-thread connections and the runtime's
+shared sessions (`sessions.py`): an advisory lock lives as long as its session (a terminated
+backend frees it, and the old leader notices at its next re-check), and LISTEN needs a
+connection that nothing else uses. One LISTEN session per process carries every channel the
+process listens on (new work, finished jobs).
+
+Both connect to `DIRECT_DATABASE` when the settings give one (an alias or a DSN: a direct
+connection, past a transaction pooler), else to the store's own alias. Their sessions are
+named ``anole_jobs:listener:<label>`` and ``anole_jobs:leader:<label>``.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from django.db import connections
 
 from anole_jobs.background import BackgroundThread, health
+from anole_jobs.stores.database.sessions import session_name
 
 logger = logging.getLogger("anole_jobs.stores.postgres")
 
@@ -28,6 +35,20 @@ def connect_params(alias: str) -> dict[str, Any]:
     for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
         params.pop(key, None)
     params.setdefault("connect_timeout", 5)
+    return params
+
+
+def direct_params(source: str, name: str) -> dict[str, Any]:
+    """psycopg.connect() keyword arguments for `source`, a Django alias or a libpq DSN, with
+    the session's `application_name`."""
+    if source in connections:
+        params = connect_params(source)
+    else:
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = dict(conninfo_to_dict(source))
+        params.setdefault("connect_timeout", 5)
+    params["application_name"] = name
     return params
 
 
@@ -46,7 +67,8 @@ class AdvisoryLeadership:
     """
 
     def __init__(self, alias: str, prefix: str) -> None:
-        self.alias = alias
+        self.alias = alias  # or a DSN (DIRECT_DATABASE)
+        self.label: str | None = None
         self.key = lock_key(prefix)
         self._lock = threading.Lock()
         self._sessions: dict[str, Any] = {}
@@ -59,7 +81,8 @@ class AdvisoryLeadership:
             session = self._sessions.get(instance)
             try:
                 if session is None or session.closed:
-                    session = psycopg.connect(**connect_params(self.alias), autocommit=True)
+                    params = direct_params(self.alias, session_name("leader", self.label))
+                    session = psycopg.connect(**params, autocommit=True)
                     self._sessions[instance] = session
                     self._holding.discard(instance)
                 if instance in self._holding:
@@ -113,20 +136,33 @@ class AdvisoryLeadership:
 
 
 class Listener(BackgroundThread):
-    """LISTEN on `channel` in a thread; each notification's payload (a queue name, or "" for
-    every queue) goes to `deliver`. One round is one session's life; a lost session is opened
-    again with the runtime's back-off, and polling covers the gap."""
+    """LISTEN on its channels in a thread; each notification's payload goes to its channel's
+    `deliver` (a list of payloads; none after a (re)connection, when work may have been
+    missed). One round is one session's life; a lost session is opened again with the
+    runtime's back-off, and polling covers the gap. `add` listens on one more channel."""
 
     name = "anole-pg-listen"
     label = "PostgreSQL LISTEN session"
+    #: Seconds between looks for a channel added meanwhile (notifications wake it at once).
+    LOOK = 0.25
 
     def __init__(self, alias: str, channel: str, deliver: Callable[[list[str]], None]) -> None:
         super().__init__()
-        self.alias = alias
-        self.channel = channel
-        self.deliver = deliver
+        self.alias = alias  # or a DSN (DIRECT_DATABASE)
+        self.session_label: str | None = None
+        self._channels: dict[str, Callable[[list[str]], None]] = {channel: deliver}
+        self._channels_lock = threading.Lock()
         self._connected = threading.Event()
         self._session: Any = None
+
+    @property
+    def channel(self) -> str:
+        return next(iter(self._channels))
+
+    def add(self, channel: str, deliver: Callable[[list[str]], None]) -> None:
+        """Listen on `channel` too (within `LOOK` seconds; its waiters poll until then)."""
+        with self._channels_lock:
+            self._channels.setdefault(channel, deliver)
 
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
@@ -141,18 +177,32 @@ class Listener(BackgroundThread):
         import psycopg
         from psycopg import sql
 
+        params = direct_params(self.alias, session_name("listener", self.session_label))
         try:
-            with psycopg.connect(**connect_params(self.alias), autocommit=True) as session:
+            with psycopg.connect(**params, autocommit=True) as session:
                 self._session = session
-                session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                listening: set[str] = set()
+
+                def listen_new() -> None:
+                    with self._channels_lock:
+                        new = [c for c in self._channels if c not in listening]
+                    for channel in new:
+                        session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                        listening.add(channel)
+                    # Work may have been missed while (re)connecting: wake everyone once.
+                    for channel in new:
+                        self._channels[channel]([])
+
+                listen_new()
                 self.recovered()
-                # Work may have been missed while (re)connecting: wake everyone once
-                # (before `connected`, so a waiter on it has seen this wake-up).
-                self.deliver([])
-                self._connected.set()
+                self._connected.set()  # after the wake-ups: a waiter on it has seen them
                 while not self.stopping:
-                    for notify in session.notifies(timeout=1.0):
-                        self.deliver([notify.payload] if notify.payload else [])
+                    for notify in session.notifies(timeout=self.LOOK):
+                        deliver = self._channels.get(notify.channel)
+                        if deliver is not None:
+                            deliver([notify.payload] if notify.payload else [])
+                    if len(listening) != len(self._channels):
+                        listen_new()
         except Exception:
             if self.stopping:
                 return 0.0  # cancelled by `stop`

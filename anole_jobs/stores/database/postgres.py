@@ -8,13 +8,20 @@ Wake-ups: with ``NOTIFY`` on, an insert sends ``pg_notify(channel, queue)`` from
 statement (a CTE), so an enqueue stays one round trip, and PostgreSQL delivers it only if the
 transaction commits. The channel is ``TABLE_PREFIX + "wake"`` (`SQLStore.channel`); the payload
 is a queue name, or ``""`` for every queue. The LISTEN side is the runtime's listener thread.
+
+Sessions (docs/deployment.md#connections): the runtime's threads share `POOL_SIZE` sessions
+(`sessions.SessionPool`); LISTEN and the leader's advisory lock have one session each, on
+`DIRECT_DATABASE` when given. Behind a pooler in transaction mode (`TRANSACTION_POOLER`) with
+no direct connection, neither is taken: the workers poll, and the leader holds a row.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Collection, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,8 +29,9 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
+from anole_jobs import timeline
 from anole_jobs.conf import Settings
-from anole_jobs.core import JobRecord, ListFilter
+from anole_jobs.core import VERSION_MARK, JobRecord, ListFilter, split_claim_key
 from anole_jobs.limits import Limits
 from anole_jobs.stores.base import ClaimedJob, Finish, LimitedClaim, NewJob, Rescued, RunRef
 from anole_jobs.stores.database import workflows
@@ -43,7 +51,9 @@ from anole_jobs.stores.database.ddl import (
     finish_function_name,
     stat_table,
 )
+from anole_jobs.stores.database.parts import CLAIM_KEY_SQL
 from anole_jobs.stores.database.pg_session import AdvisoryLeadership, Listener
+from anole_jobs.stores.database.sessions import SessionPool
 from anole_jobs.stores.wakeups import Subscription, deliver_payload, priority_payload
 
 #: ``lease_until`` as Python's ``datetime.isoformat()`` writes an aware UTC time, so a rescue's
@@ -66,6 +76,34 @@ def _as_is(value: Any) -> Any:
     return value
 
 
+def _appended(row: str, outcome: str, ended: str) -> str:
+    """`row`'s attempts (a qualifier: "" or "j.") with its current attempt appended, ended
+    `ended` (SQL) with `outcome`; the oldest goes past `timeline.ATTEMPTS_KEPT`."""
+    attempts = f"COALESCE({row}attempts, '[]'::jsonb)"
+    return (
+        f"(CASE WHEN jsonb_array_length({attempts}) >= {timeline.ATTEMPTS_KEPT}"
+        f" THEN {row}attempts - 0 ELSE {attempts} END) || jsonb_build_array(jsonb_build_object("
+        f"'attempt', {row}attempt, 'worker', {row}claimed_by, 'started_at',"
+        f" to_jsonb({row}attempted_at), 'finished_at', {ended}, 'outcome', '{outcome}'::text))"
+    )
+
+
+def _end_attempt(outcome: str, row: str) -> str:
+    """A SET clause ending the running attempt of `row` (a qualifier: "" or "j.") in its
+    attempts with `outcome`, its end one ``%s`` parameter (ISO text); other rows' attempts
+    are left as they are. The oldest attempt goes past `timeline.ATTEMPTS_KEPT`."""
+    ended = _appended(row, outcome, "to_jsonb(%s::timestamptz)")
+    return f"attempts = CASE WHEN {row}state = 'running' THEN {ended} ELSE {row}attempts END"
+
+
+#: A completed row whose attempts do not end with its completing attempt (appended by the
+#: finish of older code): the finish leaves that attempt out, its row says it.
+_COMPLETING_UNKEPT = (
+    "state = 'completed' AND NOT (COALESCE(attempts->-1->>'outcome', '') = 'completed'"
+    " AND (attempts->-1->>'attempt')::int = attempt)"
+)
+
+
 class PostgresStore(SQLStore):
     name = "postgresql"
     vendor = "postgresql"
@@ -73,16 +111,44 @@ class PostgresStore(SQLStore):
     json_parameter = "%s::jsonb"
     leadership_lapses = False  # an advisory lock, held by a session
 
+    shares_sessions = True
+
     def __init__(self, alias: str, settings: Settings) -> None:
         super().__init__(alias, settings)
         self.notify = settings.notify
-        self.supports_cross_process_wakeups = self.notify  # LISTEN/NOTIFY, unless turned off
-        self.leadership = AdvisoryLeadership(alias, self.prefix)
+        #: Where LISTEN and the leader's lock connect: DIRECT_DATABASE, or the alias itself
+        #: unless it goes through a transaction pooler (then neither is used: None).
+        self.direct: str | None = settings.direct_database or (
+            None if settings.transaction_pooler else alias
+        )
+        self.listens = self.notify and self.direct is not None
+        # LISTEN/NOTIFY, unless turned off or no session can LISTEN.
+        self.supports_cross_process_wakeups = self.listens
+        if self.direct is None:
+            self.leadership_lapses = True  # a leader row, renewed, through the pooler
+        self.leadership = AdvisoryLeadership(self.direct or alias, self.prefix)
+        self.sessions = SessionPool(alias, settings.pool_size)
+        # POOL_SIZE 0: each of the runtime's threads keeps a connection of its own.
+        self.shares_sessions = settings.pool_size > 0
         self._listener: Listener | None = None
-        self._done_listener: Listener | None = None
         self._listener_lock = threading.Lock()
-        # Without NOTIFY, result waiters in other processes learn of a finish by polling.
-        self.finished_poll = 1.0 if self.notify else 0.25
+        self._label: str | None = None
+        # Without LISTEN, result waiters in other processes learn of a finish by polling.
+        self.finished_poll = 1.0 if self.listens else 0.25
+
+    # -- sessions --------------------------------------------------------------------------
+    def shared_session(self) -> AbstractContextManager[None]:
+        if not self.shares_sessions:
+            return nullcontext()  # POOL_SIZE 0: the thread's own connection
+        return self.sessions.borrow()
+
+    def name_sessions(self, label: str) -> None:
+        self._label = label
+        self.sessions.name(label)
+        self.leadership.label = label
+        with self._listener_lock:
+            if self._listener is not None:
+                self._listener.session_label = label  # from its next connection on
 
     # -- claims: no wait for the WAL flush ------------------------------------------------
     def relaxed_claim(self) -> str:
@@ -96,34 +162,46 @@ class PostgresStore(SQLStore):
             return ""
         return " WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL"
 
+    def flow_claiming(self) -> AbstractContextManager[str]:
+        relaxed = self.relaxed_claim()
+        return contextlib.nullcontext(relaxed.replace(" WHERE ", " AND ", 1))
+
     # -- leadership: an advisory lock on a dedicated session ------------------------------
     def lead(self, *, instance: str, now: datetime, ttl: timedelta) -> bool:
+        if self.direct is None:
+            return super().lead(instance=instance, now=now, ttl=ttl)  # the leader row
         # The lock lives as long as the session: `ttl` does not apply here.
         return self.leadership.hold(instance)
 
     def resign(self, *, instance: str) -> None:
+        if self.direct is None:
+            super().resign(instance=instance)
+            return
         self.leadership.release(instance)
 
     # -- wake-ups: LISTEN on a dedicated session --------------------------------------------
     def subscribe(self, queues: Collection[str]) -> Subscription:
         subscription = super().subscribe(queues)
-        if self.notify:
-            with self._listener_lock:
-                if self._listener is None:
-                    self._listener = Listener(self.alias, self.channel, self._deliver_wake)
-                    self._listener.start()
+        if self.listens:
+            self._listen(self.channel, self._deliver_wake)
         return subscription
 
     def subscribe_finished(self, job_ids: Collection[int]) -> Subscription:
         subscription = super().subscribe_finished(job_ids)
-        if self.notify:
-            with self._listener_lock:
-                if self._done_listener is None:
-                    self._done_listener = Listener(
-                        self.alias, self.done_channel, self._deliver_done
-                    )
-                    self._done_listener.start()
+        if self.listens:
+            self._listen(self.done_channel, self._deliver_done)
         return subscription
+
+    def _listen(self, channel: str, deliver: Any) -> None:
+        """One LISTEN session per store carries every channel it listens on."""
+        assert self.direct is not None
+        with self._listener_lock:
+            if self._listener is None:
+                self._listener = Listener(self.direct, channel, deliver)
+                self._listener.session_label = self._label
+                self._listener.start()
+            else:
+                self._listener.add(channel, deliver)
 
     def _deliver_wake(self, payloads: list[str]) -> None:
         if not payloads:
@@ -138,12 +216,11 @@ class PostgresStore(SQLStore):
 
     def close(self) -> None:
         with self._listener_lock:
-            listeners = [self._listener, self._done_listener]
-            self._listener = self._done_listener = None
-        for listener in listeners:
-            if listener is not None:
-                listener.stop()
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
         self.leadership.close()
+        self.sessions.close()
 
     # -- vendor hooks ----------------------------------------------------------------------
     def encode_time(self, value: datetime | None) -> Any:
@@ -158,6 +235,22 @@ class PostgresStore(SQLStore):
 
     def in_list(self, column: str, values: Collection[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(%s::text[])", [list(values)]
+
+    def end_attempt_sql(self, outcome: str) -> str:
+        return _end_attempt(outcome, "")
+
+    def retry_attempts_sql(self, running: bool) -> str:
+        restarted = (
+            f" WHEN state = 'running' THEN"
+            f" {_appended('', timeline.RESTARTED, 'to_jsonb(%s::timestamptz)')}"
+            if running
+            else ""
+        )
+        completed = _appended("", timeline.COMPLETED, "to_jsonb(finished_at)")
+        return (
+            f"attempts = CASE{restarted} WHEN {_COMPLETING_UNKEPT} THEN {completed}"
+            " ELSE attempts END"
+        )
 
     # -- search and bulk actions in SQL (see stores/search.py for the rule) --
     def search_sql(self, filter: ListFilter) -> tuple[list[str], list[Any], bool]:
@@ -210,9 +303,10 @@ class PostgresStore(SQLStore):
         insert = (
             f"INSERT INTO {self.job_table} (kind, queue, state, args, meta, errors, priority,"
             " attempt, max_attempts, claim_token, created_at, scheduled_at, unique_key,"
-            " unique_scope, unique_lock)"
+            " unique_scope, unique_lock, version)"
             " SELECT r->>0, r->>1, r->>2, r->3, r->4, '[]'::jsonb, (r->>5)::smallint, 0,"
-            " (r->>6)::int, 0, (r->>7)::timestamptz, (r->>8)::timestamptz, r->>9, r->>10, r->>9"
+            " (r->>6)::int, 0, (r->>7)::timestamptz, (r->>8)::timestamptz, r->>9, r->>10, r->>9,"
+            " (r->>11)::smallint"
             " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(r, ord)"
             " ORDER BY t.ord"
             f" {ON_KEY_CONFLICT} RETURNING id, unique_lock, queue, state"
@@ -238,9 +332,9 @@ class PostgresStore(SQLStore):
         insert = (
             f"INSERT INTO {self.job_table} (kind, queue, state, args, meta, errors, priority,"
             " attempt, max_attempts, claim_token, created_at, scheduled_at, unique_key,"
-            " unique_scope, unique_lock)"
+            " unique_scope, version, unique_lock)"
             " VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, '[]'::jsonb, %s, 0, %s, 0, %s, %s, %s,"
-            f" %s, %s) {ON_KEY_CONFLICT} RETURNING id, unique_lock"
+            f" %s, %s, %s) {ON_KEY_CONFLICT} RETURNING id, unique_lock"
         )
         (values,) = insert_values([job], encode_args=encode_json, encode_time=_as_is)
         params: list[Any] = [*values, job.unique_key]
@@ -257,6 +351,71 @@ class PostgresStore(SQLStore):
             return [(row[0], row[1]) for row in cursor.fetchall()]
         cursor.execute(insert, params)
         return cursor.fetchall()
+
+    # The claim functions return no version: a claim that may take a job stored at a version
+    # above 1 (its `kinds` name one, docs/deploys.md) reads the versions of such jobs after.
+    def claim(
+        self,
+        queue: str,
+        *,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> list[ClaimedJob]:
+        claimed = super().claim(
+            queue, kinds=kinds, limit=limit, now=now, lease_until=lease_until, worker=worker
+        )
+        return self._with_versions(claimed, kinds)
+
+    def claim_limited(
+        self,
+        queue: str,
+        *,
+        limits: Limits,
+        kinds: Collection[str] | None,
+        limit: int,
+        now: datetime,
+        lease_until: datetime,
+        worker: str,
+    ) -> LimitedClaim:
+        result = super().claim_limited(
+            queue,
+            limits=limits,
+            kinds=kinds,
+            limit=limit,
+            now=now,
+            lease_until=lease_until,
+            worker=worker,
+        )
+        jobs = self._with_versions(result.jobs, kinds)
+        return result if jobs is result.jobs else replace(result, jobs=jobs)
+
+    def _with_versions(
+        self, claimed: list[ClaimedJob], kinds: Collection[str] | None
+    ) -> list[ClaimedJob]:
+        if kinds is None:
+            return claimed  # the runtime always names its kinds
+        versioned = {split_claim_key(k)[0] for k in kinds if VERSION_MARK in k}
+        ids = [c.record.id for c in claimed if c.record.kind in versioned] if versioned else []
+        if not ids:
+            return claimed
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, version FROM {self.job_table}"
+                " WHERE id = ANY(%s::bigint[]) AND version <> 1",
+                [ids],
+            )
+            found = dict(cursor.fetchall())
+        if not found:
+            return claimed
+        return [
+            c
+            if c.record.id not in found
+            else replace(c, record=replace(c.record, version=int(found[c.record.id])))
+            for c in claimed
+        ]
 
     def claim_rows(
         self,
@@ -334,6 +493,11 @@ class PostgresStore(SQLStore):
                     1 if r.give_back_attempt else 0,
                     r.result,
                     r.started_at.isoformat() if r.started_at is not None else None,
+                    # A completed attempt is not appended: the row says it (timeline.py).
+                    r.outcome if r.outcome != timeline.COMPLETED else None,
+                    r.progress,
+                    r.logs,
+                    r.logs_kept,
                 ]
                 for r in results
             ]
@@ -427,14 +591,14 @@ class PostgresStore(SQLStore):
                 " WHERE state = 'running' AND lease_until < %s"
                 " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)"
                 f" UPDATE {table} AS j SET errors = j.errors || jsonb_build_array({error}),"
-                " lease_until = NULL,"
+                f" {_end_attempt(timeline.RESCUED, 'j.')}, lease_until = NULL,"
                 f" state = CASE WHEN {dead} THEN 'dead' ELSE 'available' END,"
                 f" finished_at = CASE WHEN {dead} THEN %s ELSE j.finished_at END,"
                 f" scheduled_at = CASE WHEN {dead} THEN j.scheduled_at ELSE %s END,"
                 f" unique_lock = CASE WHEN {dead} AND j.unique_scope <> 'any' THEN NULL"
                 " ELSE j.unique_lock END"
                 " FROM d WHERE j.id = d.id RETURNING j.id, j.kind, j.queue, j.state",
-                [now, limit, now.isoformat(), now, now],
+                [now, limit, now.isoformat(), now.isoformat(), now, now],
             )
             rows = sorted(cursor.fetchall())
             killed = [i for i, _, _, s in rows if s == "dead"]
@@ -502,7 +666,7 @@ class PostgresStore(SQLStore):
         kind_filter: str = ""
         kind_params: list[Any] = []
         if kinds is not None:
-            kind_filter = " AND kind = ANY(%s::text[])"
+            kind_filter = f" AND {CLAIM_KEY_SQL} = ANY(%s::text[])"
             kind_params = [list(kinds)]
         cursor.execute(
             f"WITH r AS (SELECT COUNT(*) AS n FROM {self.job_table}"

@@ -16,6 +16,7 @@ connection's time zone, UTC by default), which sort correctly as text. Needs SQL
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 from collections.abc import Collection, Iterator, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
+from anole_jobs import timeline
 from anole_jobs.conf import Settings
 from anole_jobs.core import ErrorEntry, ListFilter
 from anole_jobs.stores.base import Finish, NewJob, Rescued, RunRef
@@ -38,9 +40,24 @@ from anole_jobs.stores.database.base import (
     insert_values,
 )
 from anole_jobs.stores.database.ddl import index_name
-from anole_jobs.stores.database.parts import FINAL
+from anole_jobs.stores.database.parts import CLAIM_KEY_SQL, FINAL
 
 MIN_SQLITE = (3, 35, 0)
+
+
+#: The job's attempts with room for one more (the oldest dropped past `ATTEMPTS_KEPT`).
+_ROOMY_ATTEMPTS = (
+    f"CASE WHEN json_array_length(COALESCE(attempts, '[]')) >= {timeline.ATTEMPTS_KEPT}"
+    " THEN json_remove(attempts, '$[0]') ELSE COALESCE(attempts, '[]') END"
+)
+
+
+def _attempt_entry(attempt: str, started: str, ended: str, outcome: str) -> str:
+    """The SQL of one entry of a job's attempts (the worker: the claim's)."""
+    return (
+        f"json_object('attempt', {attempt}, 'worker', claimed_by, 'started_at', {started},"
+        f" 'finished_at', {ended}, 'outcome', {outcome})"
+    )
 
 
 def _fields(names: Sequence[str]) -> str:
@@ -60,8 +77,8 @@ def _writers_of(database: object) -> threading.RLock:
 
 _INSERT_ONE = (
     "INSERT INTO {table} (kind, queue, state, args, meta, priority, max_attempts, created_at,"
-    " scheduled_at, unique_key, unique_scope, unique_lock, errors, attempt, claim_token)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '[]', 0, 0)"
+    " scheduled_at, unique_key, unique_scope, version, unique_lock, errors, attempt,"
+    " claim_token) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '[]', 0, 0)"
     f" {ON_KEY_CONFLICT} RETURNING id, unique_lock"
 )
 
@@ -106,6 +123,35 @@ class SqliteStore(SQLStore):
     def in_list(self, column: str, values: Collection[Any]) -> tuple[str, list[Any]]:
         return f"{column} IN (SELECT value FROM json_each(%s))", [encode_json(list(values))]
 
+    def end_attempt_sql(self, outcome: str) -> str:
+        entry = _attempt_entry("attempt", "attempted_at", "%s", f"'{outcome}'")
+        return (
+            "attempts = CASE WHEN state = 'running'"
+            f" THEN json_insert({_ROOMY_ATTEMPTS}, '$[#]', json({entry})) ELSE attempts END"
+        )
+
+    def retry_attempts_sql(self, running: bool) -> str:
+        restarted = _attempt_entry("attempt", "attempted_at", "%s", f"'{timeline.RESTARTED}'")
+        completed = _attempt_entry(
+            "attempt", "attempted_at", "finished_at", f"'{timeline.COMPLETED}'"
+        )
+        return (
+            "attempts = CASE"
+            + (
+                f" WHEN state = 'running' THEN json_insert({_ROOMY_ATTEMPTS}, '$[#]',"
+                f" json({restarted}))"
+                if running
+                else ""
+            )
+            # A completed row whose attempts do not end with its completing attempt (as the
+            # finish of older code appended it): the finish leaves it out, the row says it.
+            + " WHEN state = 'completed' AND NOT (COALESCE(json_extract(attempts,"
+            f" '$[#-1].outcome'), '') = '{timeline.COMPLETED}'"
+            " AND json_extract(attempts, '$[#-1].attempt') = attempt)"
+            f" THEN json_insert({_ROOMY_ATTEMPTS}, '$[#]', json({completed}))"
+            " ELSE attempts END"
+        )
+
     def search_sql(self, filter: ListFilter) -> tuple[list[str], list[Any], bool]:
         # Narrowed in SQL, tested exactly in Python (jsonb's containment has no SQLite form).
         where, params = _narrowing(filter)
@@ -141,6 +187,11 @@ class SqliteStore(SQLStore):
                 raise
             cursor.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def flow_claiming(self) -> Iterator[str]:
+        with self.write_lock():
+            yield ""
+
     # -- statements ------------------------------------------------------------------------
     def insert_rows(self, cursor: CursorWrapper, jobs: Sequence[NewJob]) -> list[tuple[int, Any]]:
         rows = insert_values(jobs, encode_args=encode_json, encode_time=self.encode_time)
@@ -162,14 +213,15 @@ class SqliteStore(SQLStore):
                 "scheduled_at",
                 "unique_key",
                 "unique_scope",
+                "version",
             )
         )
         cursor.execute(
             f"INSERT INTO {self.job_table} (kind, queue, state, args, meta, errors, priority,"
             " attempt, max_attempts, claim_token, created_at, scheduled_at, unique_key,"
-            " unique_scope, unique_lock)"
+            " unique_scope, unique_lock, version)"
             " SELECT kind, queue, state, args, meta, '[]', priority, 0, max_attempts, 0,"
-            " created_at, scheduled_at, unique_key, unique_scope, unique_key"
+            " created_at, scheduled_at, unique_key, unique_scope, unique_key, version"
             f" FROM (SELECT key AS ord, {row} FROM json_each(%s)) WHERE 1 ORDER BY ord"
             f" {ON_KEY_CONFLICT} RETURNING id, unique_lock",
             [batch],
@@ -189,7 +241,7 @@ class SqliteStore(SQLStore):
         kind_filter: str = ""
         kind_params: list[Any] = []
         if kinds is not None:
-            where, kind_params = self.in_list("kind", kinds)
+            where, kind_params = self.in_list(CLAIM_KEY_SQL, kinds)
             kind_filter = f" AND {where}"
         with self.write_lock():
             cursor.execute(
@@ -219,6 +271,14 @@ class SqliteStore(SQLStore):
         return self._finish(cursor, results, " AND workflow_id IS NULL")
 
     def _finish(self, cursor: CursorWrapper, results: Sequence[Finish], only: str) -> set[int]:
+        # A batch in which no attempt reported progress or logged (plain jobs) takes the
+        # statement without those columns: nothing to read per row, nothing to merge. And
+        # one in which every attempt completed (whose attempts the finish leaves as they are:
+        # the row says a completed attempt, timeline.py) the statement without the attempts.
+        notes = any(r.progress is not None or r.logs is not None for r in results)
+        kept = timeline.kept
+        ended = any(kept(r.outcome) for r in results)
+        encode_time = self.encode_time
         batch = encode_json(
             [
                 [
@@ -226,19 +286,67 @@ class SqliteStore(SQLStore):
                     r.run.attempt,
                     r.run.token,
                     r.state,
-                    self.encode_time(r.at),
-                    self.encode_time(r.scheduled_at),
+                    encode_time(r.at),
+                    encode_time(r.scheduled_at),
                     error_json(r.error),
                     1 if r.give_back_attempt else 0,
                     r.result,
-                    self.encode_time(r.started_at),
+                    encode_time(r.started_at),
+                    *((r.outcome if kept(r.outcome) else None,) if ended else ()),
+                    *((r.progress, r.logs, r.logs_kept) if notes else ()),
                 ]
                 for r in results
             ]
         )
+        key = (only, ended, notes)
+        sql = self._finish_sql.get(key)
+        if sql is None:
+            sql = self._finish_sql[key] = self._finish_statement(only, ended, notes)
+        # A named parameter: Django turns the statement's ``%(batch)s`` into ``:batch`` with
+        # one string format, where its ``%s`` costs a regular expression scan of this long
+        # statement on every execution.
+        cursor.execute(sql, {"batch": batch})
+        return {row_id for (row_id,) in cursor.fetchall()}
+
+    @functools.cached_property
+    def _finish_sql(self) -> dict[tuple[str, bool, bool], str]:
+        """`_finish`'s statements, made once each (by `only`, whether rows end attempts that
+        are kept in the job's attempts and whether they carry notes)."""
+        return {}
+
+    def _finish_statement(self, only: str, ended: bool, notes: bool) -> str:
         names = ("f_id", "f_attempt", "f_token", "f_state", "f_at", "f_scheduled_at", "f_error")
-        row = _fields((*names, "f_give_back", "f_result", "f_started_at"))
-        cursor.execute(
+        timeline_names = (("f_outcome",) if ended else ()) + (
+            ("f_progress", "f_logs", "f_logs_kept") if notes else ()
+        )
+        row = _fields((*names, "f_give_back", "f_result", "f_started_at", *timeline_names))
+        table = self.job_table
+        entry = _attempt_entry(
+            "f_attempt", "COALESCE(f_started_at, attempted_at)", "f_at", "f_outcome"
+        )
+        # The newest `f_logs_kept` of the job's lines and the attempt's, oldest first.
+        logs = (
+            "(SELECT json_group_array(json(v)) FROM (SELECT v FROM (SELECT v,"
+            " row_number() OVER (ORDER BY s, k) AS n, count(*) OVER () AS c FROM ("
+            f"SELECT 0 AS s, a.key AS k, a.value AS v FROM json_each(COALESCE({table}.logs,"
+            " '[]')) AS a UNION ALL SELECT 1, b.key, b.value FROM json_each(f_logs) AS b))"
+            " WHERE n > c - f_logs_kept ORDER BY n))"
+        )
+        attempts_sql = (
+            ", attempts = CASE WHEN f_outcome IS NULL THEN attempts"
+            # A job's first attempt (most jobs' only one): no array to read and grow.
+            f" WHEN attempts IS NULL THEN json_array({entry})"
+            f" ELSE json_insert({_ROOMY_ATTEMPTS}, '$[#]', json({entry})) END"
+            if ended
+            else ""
+        )
+        notes_sql = (
+            f", progress = COALESCE(f_progress, progress),"
+            f" logs = CASE WHEN f_logs IS NULL THEN logs ELSE {logs} END"
+            if notes
+            else ""
+        )
+        return (
             f"UPDATE {self.job_table} SET state = f_state, lease_until = NULL,"
             " attempt = attempt - f_give_back,"
             " errors = CASE WHEN f_error IS NULL THEN errors"
@@ -249,14 +357,13 @@ class SqliteStore(SQLStore):
             " THEN NULL ELSE unique_lock END,"
             " result = CASE WHEN f_state = 'completed' THEN f_result ELSE result END,"
             " attempted_at = COALESCE(f_started_at, attempted_at)"
-            f" FROM (SELECT {row} FROM json_each(%s)) AS f"
+            f"{attempts_sql}{notes_sql}"
+            f" FROM (SELECT {row} FROM json_each(%(batch)s)) AS f"
             " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
             # `+state`: keep SQLite on the primary key per batch row; through the state index
             # it would scan every running job and rescan the batch for each (quadratic).
-            f" AND +state = 'running'{only} RETURNING id",
-            [batch],
+            f" AND +state = 'running'{only} RETURNING id"
         )
-        return {row_id for (row_id,) in cursor.fetchall()}
 
     def heartbeat_rows(
         self, cursor: CursorWrapper, runs: Sequence[RunRef], lease_until: datetime
@@ -303,7 +410,7 @@ class SqliteStore(SQLStore):
             row = _fields(("f_id", "f_attempt", "f_token", "f_error", "f_dead"))
             cursor.execute(
                 f"UPDATE {table} SET errors = json_insert(errors, '$[#]', json(f_error)),"
-                " lease_until = NULL,"
+                f" {self.end_attempt_sql(timeline.RESCUED)}, lease_until = NULL,"
                 " state = CASE WHEN f_dead THEN 'dead' ELSE 'available' END,"
                 " finished_at = CASE WHEN f_dead THEN %s ELSE finished_at END,"
                 " scheduled_at = CASE WHEN f_dead THEN scheduled_at ELSE %s END,"
@@ -312,7 +419,7 @@ class SqliteStore(SQLStore):
                 f" FROM (SELECT {row} FROM json_each(%s)) AS f"
                 " WHERE id = f_id AND attempt = f_attempt AND claim_token = f_token"
                 " AND state = 'running' AND lease_until < %s RETURNING id, kind, queue, state",
-                [at, at, encode_json(batch), at],
+                [at, at, at, encode_json(batch), at],
             )
             rows = sorted(cursor.fetchall())
             killed = [i for i, _, _, s in rows if s == "dead"]

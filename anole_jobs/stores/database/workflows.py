@@ -22,8 +22,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from anole_jobs.core import FINAL_STATES, ErrorEntry, WorkflowRow, dependency_failed
-from anole_jobs.stores.base import NewJob, NewStep, NewWorkflow
+from anole_jobs.stores.base import Inserted, NewJob, NewStep, NewWorkflow
 from anole_jobs.stores.database.parts import LIVE, SQLParts
+from anole_jobs.timeline import CANCELLED
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper
@@ -239,6 +240,8 @@ def insert_workflow(
             jobs = [_pending(step.job) for step in steps]
             ids = sorted(row_id for row_id, _ in store.insert_rows(cursor, jobs))
             _mark_steps(store, cursor, workflow.id, steps, ids)
+            # Steps of a fair queue or of a kind with a sequence: their turns and places.
+            store.stamp_flow(cursor, jobs, [Inserted(row_id, True) for row_id in ids])
         if last:
             cursor.execute(
                 f"SELECT j.id, j.ready_delay, j.scheduled_at, j.queue FROM {store.job_table}"
@@ -320,7 +323,8 @@ def workflow(store: SQLParts, workflow_id: str) -> WorkflowRow | None:
         if found is None:
             return None
         cursor.execute(
-            f"SELECT {store.select()} FROM {store.job_table} WHERE workflow_id = %s ORDER BY id",
+            f"SELECT {store.select(steps=True)} FROM {store.job_table}"
+            " WHERE workflow_id = %s ORDER BY id",
             [workflow_id],
         )
         steps = tuple(store.record(row) for row in cursor.fetchall())
@@ -358,9 +362,10 @@ def cancel_workflow(store: SQLParts, workflow_id: str, *, now: datetime) -> bool
             [workflow_id],
         )
         cursor.execute(
-            f"UPDATE {store.job_table} SET state = 'cancelled', finished_at = %s,"
+            f"UPDATE {store.job_table} SET {store.end_attempt_sql(CANCELLED)},"
+            " state = 'cancelled', finished_at = %s,"
             f" lease_until = NULL WHERE workflow_id = %s AND state IN ({LIVE}) RETURNING id",
-            [store.encode_time(now), workflow_id],
+            [store.encode_time(now), store.encode_time(now), workflow_id],
         )
         ended = [row_id for (row_id,) in cursor.fetchall()]
         store.send_done_notify(ended)

@@ -83,8 +83,12 @@ def open_redis_store(alias: str, settings: Settings) -> RedisStore:
 
     client = _redis_client(alias)
     if is_cluster_client(client):
-        return RedisClusterStore(client, key_prefix=settings.key_prefix, alias=alias)
-    return RedisStore(client, key_prefix=settings.key_prefix, alias=alias)
+        return RedisClusterStore(
+            client, key_prefix=settings.key_prefix, alias=alias, pool_size=settings.pool_size
+        )
+    return RedisStore(
+        client, key_prefix=settings.key_prefix, alias=alias, pool_size=settings.pool_size
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -31,10 +31,18 @@ from urllib.parse import urlparse
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from anole_jobs.core import LIST_LIMIT_MAX, CronState, JobRecord, ListFilter, WorkflowRow
+from anole_jobs.core import (
+    LIST_LIMIT_MAX,
+    CronState,
+    JobRecord,
+    ListFilter,
+    WorkflowRow,
+    split_claim_key,
+)
 from anole_jobs.errors import ConfigurationError, InvalidJob
 from anole_jobs.limits import RuntimeLimits
 from anole_jobs.stores.base import Finish, Inserted, NewJob, NewStep, NewWorkflow, Rescued, RunRef
+from anole_jobs.stores.durable import DurableState
 from anole_jobs.stores.redis.keys import SLOTS, Keys, job_slot, queue_slot
 from anole_jobs.stores.redis.records import as_text
 from anole_jobs.stores.redis.store import INSERT_STATES, RedisStore
@@ -44,12 +52,39 @@ from anole_jobs.stores.stats import Resolution, StatsByQueue
 __all__ = ["ClusterConnectionFactory", "RedisClusterStore", "is_cluster_client"]
 
 #: Scripts sent to the slot of the queue named by their first argument.
-BY_QUEUE = frozenset({"claim", "claim_limited", "limits_held"})
+BY_QUEUE = frozenset({"claim", "claim_limited", "limits_held", "limit_usage", "fairness_state"})
 #: Scripts sent to the slot of the job whose id is their first argument.
-BY_ID = frozenset({"retry", "cancel", "delete", "update_meta", "dependency_results"})
+BY_ID = frozenset(
+    {
+        "retry",
+        "cancel",
+        "delete",
+        "update_meta",
+        "dependency_results",
+        "record_step",
+        "await_signal",
+        "signal",
+        "wake_signalled",
+        "rename_kind",
+        "record_progress",
+        "sequence_holder",
+        "rewrite_payload",
+    }
+)
 #: Scripts that touch only keys of the global hash tag.
 GLOBAL = frozenset(
-    {"lead", "resign", "record_worker", "remove_worker", "prune_workers", "reserve", "cron_advance"}
+    {
+        "lead",
+        "resign",
+        "record_worker",
+        "remove_worker",
+        "prune_workers",
+        "reserve",
+        "cron_advance",
+        "worker_control",
+        "audit_add",
+        "audit_prune",
+    }
 )
 #: Workflows whose slot this store remembers (a workflow is written by one call of the service,
 #: chunk after chunk, so its later chunks are checked against its first).
@@ -83,9 +118,12 @@ class RedisClusterStore(RedisStore):
     """`RedisStore` on a Redis Cluster (see the module docstring)."""
 
     cluster = True
+    queues_fail_apart = True  # each queue lives on one master
     unique_across_queues = False  # a unique key holds within its queue's hash slot
 
-    def __init__(self, client: Any, *, key_prefix: str, alias: str | None = None) -> None:
+    def __init__(
+        self, client: Any, *, key_prefix: str, alias: str | None = None, pool_size: int = 2
+    ) -> None:
         problem = check_prefix(key_prefix)
         if problem:
             raise ConfigurationError(problem)
@@ -93,7 +131,7 @@ class RedisClusterStore(RedisStore):
         self._workflow_slots: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
         self._turn = 0
-        super().__init__(client, key_prefix=key_prefix, alias=alias)
+        super().__init__(client, key_prefix=key_prefix, alias=alias, pool_size=pool_size)
         base = self.base_keys
         self.channel = base.channel(self.db)
         self.done_channel = base.done_channel(self.db)
@@ -218,6 +256,21 @@ class RedisClusterStore(RedisStore):
         with self._new_job_slot(job):
             return super().cron_trigger(name=name, job=job)
 
+    def insert_debounced(self, job: NewJob) -> Inserted:
+        with self._new_job_slot(job):
+            return super().insert_debounced(job)
+
+    def insert_replacing(self, job: NewJob) -> Inserted:
+        with self._new_job_slot(job):
+            return super().insert_replacing(job)
+
+    def oldest_available(self, queues: Collection[str]) -> dict[str, datetime]:
+        found: dict[str, datetime] = {}
+        for queue in queues:
+            with self._at(self.base_keys.for_queue(queue)):
+                found.update(super().oldest_available([queue]))
+        return found
+
     @contextlib.contextmanager
     def _new_job_slot(self, job: NewJob) -> Iterator[None]:
         self._new_job_args(job)
@@ -271,13 +324,32 @@ class RedisClusterStore(RedisStore):
                 total += super().prune(now=now, horizons=horizons, limit=max(0, limit - total))
         return total
 
+    def expired(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> builtins.list[JobRecord]:
+        found: builtins.list[JobRecord] = []
+        for keys in self._slots():
+            with self._at(keys):
+                found += super().expired(now=now, horizons=horizons, limit=limit - len(found))
+            if len(found) >= limit:
+                break
+        return found
+
+    def live_versions(self) -> dict[tuple[str, int], int]:
+        found: dict[tuple[str, int], int] = {}
+        for keys in self._slots():
+            with self._at(keys):
+                for key, n in super().live_versions().items():
+                    found[key] = found.get(key, 0) + n
+        return found
+
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
         queues = list(queues)
         members = self._pipelined(
             "smembers", [self.base_keys.for_queue(q).available_kinds(q) for q in queues]
         )
         return {
-            queue: {as_text(kind) for kind in kinds}
+            queue: {split_claim_key(as_text(kind))[0] for kind in kinds}
             for queue, kinds in zip(queues, members, strict=True)
             if kinds
         }
@@ -298,6 +370,12 @@ class RedisClusterStore(RedisStore):
             return None
         with self._at(self.base_keys.for_job(job_id)):
             return super().get(job_id)
+
+    def durable_state(self, job_id: int) -> DurableState | None:
+        if job_id < 1:
+            return None
+        with self._at(self.base_keys.for_job(job_id)):
+            return super().durable_state(job_id)
 
     def list(self, filter: ListFilter) -> builtins.list[JobRecord]:
         if filter.queue:
@@ -454,6 +532,19 @@ class RedisClusterStore(RedisStore):
         if not slots:
             return super().stats(queues, since=since, until=until, resolution=resolution)
         return found
+
+    def roll_up_stats(self, *, now: datetime, keep: timedelta) -> int:
+        # Each slot's hours on their own: a slot's queues' counters are in it.
+        written = 0
+        for keys in self._slots():
+            with self._at(keys):
+                written += super().roll_up_stats(now=now, keep=keep)
+        return written
+
+    def prune_stats(self, *, minutes_before: datetime, hours_before: datetime) -> None:
+        for keys in self._slots():
+            with self._at(keys):
+                super().prune_stats(minutes_before=minutes_before, hours_before=hours_before)
 
 
 def _by_slot(items: builtins.list[Any], job_id: Any) -> dict[int, builtins.list[Any]]:

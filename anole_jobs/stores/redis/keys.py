@@ -21,7 +21,9 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
 ``P st:<state>``                zset    ids of one state (admin list), member ``pid``
 ``P all`` / ``P queue:<q>`` /   zset    ids of all jobs / of one queue / of one kind (admin list)
 ``P kind:<kind>``
-``P u:<unique key>``            string  id of the job holding that unique key
+``P u:<unique key>``            string  id of the job holding that unique key; for a debounce
+                                        key (``debounce:...``), the last job it made, expiring
+                                        once no enqueue can fold into that job
 ``P counts``                    hash    ``"<state>:<queue>" -> n`` (kept by the scripts)
 ``P leader``                    string  ``"<instance>|<expiry key>"``, with PX for cleanup
 ``P cron``                      hash    ``name -> "<tick key>|<last job id>"``
@@ -41,7 +43,15 @@ Layout (``P`` = KEY_PREFIX, ``<id>`` = the job id, ``<pid>`` = the id zero-padde
                                         kept with each minute's: a day is 24 reads, not 1,440
 ``P statm`` / ``P stath``       zset    the ``stat:`` / ``stath:`` keys, scored by their minute
                                         / hour (prune and `stats` find them there)
+``P sthist:<hour>:<q>``         hash    an ended hour's ``stath:`` copied by the leader's roll-up
+                                        (`stats.py`), kept for ``STATS['HOURS']`` (it expires
+                                        that long after its roll-up)
+``P sthist``                    zset    the ``sthist:`` keys, scored by their hour
 ``P workers``                   hash    ``worker id -> its record as JSON`` (worker presence)
+``P worker_controls``           hash    ``worker id -> an operator's request (quiet/stop) as JSON``
+``P audit``                     zset    the operators' audit log: members ``padded id + JSON``;
+                                        score = seconds since the Unix epoch (capped)
+``P audit_seq``                 string  the audit log's id counter
 ``P worker_expiry``             zset    worker ids; score = the record's expiry in seconds since
                                         the Unix epoch (a double: presence needs no microsecond)
 =============================  ======  =========================================================
@@ -50,9 +60,10 @@ Every sorted set except ``av:`` has score 0 and is read with ZRANGEBYLEX: member
 digit strings, so byte order is time order then id order, exact to the microsecond for every
 `datetime` (doubles would lose microseconds after 2255 and cannot hold years before 1970).
 Job hash fields: ``id kind queue state args meta priority attempt max errors created sched
-attempted finished lease lease_iso worker token ukey uscope result`` (times as time keys;
+attempted finished lease lease_iso worker token ukey uscope result dkey`` (times as time keys;
 ``lease``, ``lease_iso`` and ``worker`` describe the last claim and mean something only while
-running; ``result``, JSON, only on a completed job that returned a value). A workflow step also
+running; ``result``, JSON, only on a completed job that returned a value; ``dkey``, the
+debounce key of a debounced job). A workflow step also
 has ``wf step srepr deps waiting ignore rdelay cby``: its workflow, name (and the name's Python
 repr, for error messages), its dependencies' ids (comma-separated), how many it still waits for,
 ``1`` when it ignores failures, its delay from readiness (microseconds) and the dependency whose
@@ -143,6 +154,8 @@ RECORD_FIELDS = (
     "result",
     "wf",
     "step",
+    "steps",
+    "ver",
 )
 
 
@@ -272,6 +285,12 @@ class Keys:
     def stat_hour(self, hour: int, queue: str) -> str:
         return f"{self.prefix}stath:{hour}:{queue}"
 
+    def stat_history(self, hour: int, queue: str) -> str:
+        return f"{self.prefix}sthist:{hour}:{queue}"
+
+    def stat_histories(self) -> str:
+        return f"{self.prefix}sthist"
+
     def stat_minutes(self) -> str:
         return f"{self.prefix}statm"
 
@@ -283,6 +302,15 @@ class Keys:
 
     def worker_expiry(self) -> str:
         return f"{self.prefix}worker_expiry"
+
+    def worker_controls(self) -> str:
+        return f"{self.prefix}worker_controls"
+
+    def audit(self) -> str:
+        return f"{self.prefix}audit"
+
+    def audit_seq(self) -> str:
+        return f"{self.prefix}audit_seq"
 
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this prefix (tests clean up with it)."""
@@ -336,6 +364,8 @@ local function K_wfjobs(id) return P .. 'wfjobs:' .. id end
 local function K_dn(id) return P .. 'dn:' .. id end
 local function K_limits() return P .. 'limits' end
 local function K_lr(queue) return P .. 'lr:' .. #queue .. ':' .. queue end
+local function K_fair(queue) return P .. 'fair:' .. queue end
+local function K_seq(key) return P .. 'sq:' .. key end
 local function K_lw(queue, part) return P .. 'lw:' .. #queue .. ':' .. queue .. ':' .. part end
 local function K_stat(minute, queue)
   return P .. 'stat:' .. string.format('%d', minute) .. ':' .. queue
@@ -344,6 +374,10 @@ local function K_stath(hour, queue)
   return P .. 'stath:' .. string.format('%d', hour) .. ':' .. queue
 end
 local function K_statm() return P .. 'statm' end
+local function K_sthist(hour, queue)
+  return P .. 'sthist:' .. string.format('%d', hour) .. ':' .. queue
+end
+local function K_sthistm() return P .. 'sthist' end
 local function K_stathm() return P .. 'stath' end
 -- Run statistics: seconds from 0001-01-01 (time keys) to 1970-01-01, bucket bounds (ms), keep.
 local EPOCH_SECONDS = {EPOCH_SECONDS}
@@ -352,6 +386,9 @@ local STATS_KEEP_SECONDS = {int(STATS_KEEP.total_seconds())}
 local function K_workers() return P .. 'workers' end
 local function K_known_queues() return P .. 'queues' end
 local function K_worker_expiry() return P .. 'worker_expiry' end
+local function K_worker_controls() return P .. 'worker_controls' end
+local function K_audit() return P .. 'audit' end
+local function K_audit_seq() return P .. 'audit_seq' end
 -- A job id as a canonical decimal string (ids are exact in a Lua double up to 2^53).
 local function idstr(id) return string.format('%d', tonumber(id)) end
 local function pid(id) return string.format('%0' .. ID_WIDTH .. 'd', tonumber(id)) end

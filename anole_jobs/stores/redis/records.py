@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from anole_jobs import timeline
 from anole_jobs.core import JobRecord
+from anole_jobs.stores.durable import record_steps, steps_of
 from anole_jobs.stores.redis.keys import RECORD_FIELDS, parse_time_key
 
 
@@ -50,6 +53,26 @@ def record_of(fields: Mapping[str, bytes | str]) -> JobRecord:
         result=stored_json(fields.get("result"), fallback=None),
         workflow_id=as_text(fields["wf"]) if fields.get("wf") else None,
         step_name=as_text(fields["step"]) if fields.get("step") is not None else None,
+        steps=record_steps(steps_of(fields.get("steps"))) if fields.get("steps") else {},
+        version=int(fields.get("ver") or 1),
+    )
+
+
+def with_timeline(record: JobRecord, fields: Mapping[str, bytes | str]) -> JobRecord:
+    """`record` with its timeline, from the job's hash (`get` reads it whole)."""
+    worker = fields.get("worker")
+    running = timeline.unwritten_attempt(
+        record.state,
+        record.attempt,
+        None if worker is None else as_text(worker),
+        record.attempted_at,
+        record.finished_at,
+    )
+    return replace(
+        record,
+        progress=timeline.decode_progress(fields.get("progress")),
+        logs=timeline.decode_logs(fields.get("logs")),
+        attempts=timeline.decode_attempts(fields.get("attempts"), running=running),
     )
 
 

@@ -20,6 +20,7 @@ sends each one to its slot there.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import hashlib
 import json
@@ -27,7 +28,7 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,20 +38,28 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from anole_jobs import timeline
 from anole_jobs.core import (
     AFTER_RUN_STATES,
     FINAL_STATES,
     LIST_LIMIT_MAX,
+    LIVE_STATES,
     CronState,
     JobRecord,
     ListFilter,
     WorkflowRow,
+    split_claim_key,
 )
 from anole_jobs.jsontext import compact, compact_ascii
+from anole_jobs.limits import Limits, RateLimit
 from anole_jobs.stores.base import (
+    REPLACED,
+    REPLACED_MESSAGE,
     ClaimedJob,
+    FairnessState,
     Finish,
     Inserted,
+    LimitUsage,
     NewJob,
     NewStep,
     NewWorkflow,
@@ -61,21 +70,30 @@ from anole_jobs.stores.base import (
     woken_queues,
 )
 from anole_jobs.stores.redis import keys
-from anole_jobs.stores.redis.keys import Keys, parse_time_key, time_key
-from anole_jobs.stores.redis.limits import RedisLimits
+from anole_jobs.stores.redis.durable import RedisDurable
+from anole_jobs.stores.redis.keys import ID_WIDTH, RECORD_FIELDS, Keys, parse_time_key, time_key
+from anole_jobs.stores.redis.limits import RedisLimits, _settings_args
 from anole_jobs.stores.redis.listener import Listener, encode
-from anole_jobs.stores.redis.records import as_text, fields_of, record_of, stored_json
+from anole_jobs.stores.redis.records import (
+    as_text,
+    fields_of,
+    record_of,
+    stored_json,
+    with_timeline,
+)
 from anole_jobs.stores.redis.unavailable import read_failed, write_failed
 from anole_jobs.stores.redis.workers import RedisWorkers
 from anole_jobs.stores.search import search_matches, searches
 from anole_jobs.stores.stats import (
     STAT_COLUMNS,
-    STATS_KEEP,
     Resolution,
     StatsByQueue,
     check_range,
     floor_time,
+    hour_number,
+    hourly_points,
     minute_number,
+    minutes_to_prune,
     roll_up_rows,
 )
 from anole_jobs.stores.wakeups import Subscription
@@ -97,7 +115,7 @@ SCRIPT_CHUNK = 1_000
 #: The scripts that also get `_claim.lua` (the walk in claim order and the claim of one job)
 #: and `_limits.lua` (queue limits) before their own text.
 CLAIM_SCRIPTS = ("claim", "claim_limited")
-LIMIT_SCRIPTS = ("claim_limited", "limits_held")
+LIMIT_SCRIPTS = ("claim_limited", "limits_held", "limit_usage")
 
 
 @functools.cache
@@ -244,18 +262,57 @@ def _narrowing(filter: ListFilter) -> tuple[str, str, str]:
 _json = compact_ascii
 
 
+def _flow_args(job: NewJob) -> tuple[str, ...]:
+    """A job's fairness value, weight and sequence as the cron, debounce and replace scripts
+    read them (none for a job without)."""
+    if not job.flow:
+        return ()
+    return (job.fair_key or "", repr(float(job.fair_weight)), job.sequence_key or "")
+
+
 def _json_list(values: list[str]) -> str:
     # ASCII only, as `_json`; one argument for a whole batch.
     return json.dumps(values, separators=(",", ":"))
 
 
-class RedisStore(RedisLimits, RedisWorkers, Store):
+class CallSlots:
+    """At most `size` threads inside a block at once (re-entrant per thread): the runtime's
+    threads' share of the client's connection pool, which keeps a connection for every call
+    that ever ran at the same moment as others."""
+
+    def __init__(self, size: int) -> None:
+        self._free = threading.BoundedSemaphore(size)
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        if getattr(self._local, "held", False):
+            yield
+            return
+        self._free.acquire()
+        self._local.held = True
+        try:
+            yield
+        finally:
+            self._local.held = False
+            self._free.release()
+
+
+class RedisStore(RedisDurable, RedisLimits, RedisWorkers, Store):
     """See the module docstring; `client` is a redis-py client (from django-redis)."""
 
     name = "redis"
     supports_cross_process_wakeups = True  # PUBLISH
 
-    def __init__(self, client: Any, *, key_prefix: str, alias: str | None = None) -> None:
+    def __init__(
+        self, client: Any, *, key_prefix: str, alias: str | None = None, pool_size: int = 2
+    ) -> None:
+        # The runtime's threads (dispatchers, completer, heartbeat, maintenance) make at most
+        # `pool_size` calls at once, so they keep at most that many of the pool's
+        # connections (POOL_SIZE; 0: no bound). Not on a cluster: there a call that waits
+        # for one master's failover must not hold up the queues of the others.
+        self.shares_sessions = pool_size > 0 and not getattr(self, "cluster", False)
+        self._call_slots = CallSlots(max(pool_size, 1))
         self.client = client
         self.alias = alias
         self.keys = Keys(key_prefix)
@@ -269,6 +326,15 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         self._done_listener: Listener | None = None
         self._listener_lock = threading.Lock()
         self._closed = False
+
+    def ping(self) -> None:
+        # A real round trip: the cluster store answers `get(0)` without one.
+        self._read("ping")
+
+    def shared_session(self) -> contextlib.AbstractContextManager[None]:
+        if not self.shares_sessions:
+            return contextlib.nullcontext()
+        return self._call_slots.hold()
 
     def _run(self, script: str, *args: object) -> Any:
         return self.scripts.call(script, self.keys.prefix, *args)
@@ -319,13 +385,25 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             "0" if job.unique_key is None else "1",
             job.unique_key or "",
             job.unique_scope,
+            str(int(job.version)),
+        )
+
+    @staticmethod
+    def _flows(jobs: Sequence[NewJob]) -> str:
+        """The flow of each job as insert.lua reads it: [fairness value, weight, sequence]."""
+        return _json(
+            [
+                [job.fair_key or "", repr(float(job.fair_weight)), job.sequence_key or ""]
+                for job in jobs
+            ]
         )
 
     # -- enqueueing ------------------------------------------------------------------------
     def insert(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         if not jobs:
             return []
-        if len(jobs) == 1:  # `jobs.enqueue`: a leaner script, one argument, an int reply
+        flows = any(job.flow for job in jobs)
+        if len(jobs) == 1 and not flows:  # `jobs.enqueue`: a leaner script, one int reply
             job = jobs[0]
             packed = compact((self.channel, self._sender, *self._new_job_args(job)))
             reply = int(self._run("insert_single", packed))
@@ -347,7 +425,9 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         for job in jobs:
             args.extend(self._new_job_args(job, batch_time_key))
         batch = compact(args)
-        reply = self._run("insert", self.channel, self._sender, len(jobs), batch)
+        # Turns and sequences (docs/flow-control.md), given by the script.
+        extra = (self._flows(jobs),) if flows else ()
+        reply = self._run("insert", self.channel, self._sender, len(jobs), batch, *extra)
         flat = as_text(reply).split(",")
         results = [Inserted(int(flat[i]), flat[i + 1] == "1") for i in range(0, len(flat), 2)]
         # The script published the wake-up for other processes; this one's waiters are woken
@@ -356,6 +436,78 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         if queues:
             self.wakeups.wake(queues)
         return results
+
+    def insert_debounced(self, job: NewJob) -> Inserted:
+        key = job.debounce_key
+        assert key is not None
+        cap = job.debounce_max_wait
+        wait = max(job.scheduled_at - job.created_at, timedelta(0))
+        ttl = int(wait.total_seconds() * 1000) + 1000
+        packed = compact(
+            (
+                self.channel,
+                self._sender,
+                *self._new_job_args(job),  # no unique key: the service never gives one
+                key,
+                "" if cap is None else str(cap // timedelta(microseconds=1)),
+                str(ttl),
+                *_flow_args(job),  # its turn and sequence, for a job with a flow
+            )
+        )
+        reply = int(self._run("insert_debounced", packed))
+        # A debounced job goes in scheduled: there is no worker to wake.
+        return Inserted(-reply, False) if reply < 0 else Inserted(reply, True)
+
+    def insert_replacing(self, job: NewJob) -> Inserted:
+        entry = compact(
+            {
+                "at": job.created_at.isoformat(),
+                "type": REPLACED,
+                "message": REPLACED_MESSAGE,
+                "traceback": "",
+            }
+        )
+        packed = compact(
+            (self.channel, self._sender, entry, *self._new_job_args(job), *_flow_args(job))
+        )
+        new_id, inserted, ended = (int(x) for x in self._run("insert_replacing", packed))
+        if ended:
+            self._ended([ended])
+        result = Inserted(new_id, inserted == 1)
+        if woken_queues([job], [result]) and self.wakeups.has_subscribers():
+            self.wakeups.wake({job.queue: job.priority})
+        return result
+
+    def oldest_available(self, queues: Collection[str]) -> dict[str, datetime]:
+        names = sorted(queues)
+        if not names:
+            return {}
+        reply = self._run("oldest_available", *names)
+        return {
+            queue: parse_time_key(as_text(at))
+            for queue, at in zip(names, reply, strict=True)
+            if as_text(at)
+        }
+
+    def limit_usage(
+        self, queue: str, limits: Limits, *, partition: str, now: datetime
+    ) -> LimitUsage:
+        reply = [
+            as_text(x)
+            for x in self._run("limit_usage", queue, *_settings_args(limits, now), partition)
+        ]
+        concurrency = int(reply[0]) if reply[0] else None
+        rate = None
+        if reply[1]:
+            rate = RateLimit(int(reply[1]), timedelta(seconds=float(reply[2])))
+        effective = Limits(
+            global_concurrency=concurrency, rate_limit=rate, partition=limits.partition
+        )
+        return LimitUsage(
+            limits=effective,
+            running=int(reply[3]),
+            claims=tuple(sorted(float(t) for t in reply[4:])),
+        )
 
     # -- running ---------------------------------------------------------------------------
     def claim(
@@ -422,6 +574,11 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
                     "1" if result.give_back_attempt else "0",
                     result.result or "",
                     "" if result.started_at is None else time_key(result.started_at),
+                    # A completed attempt is not appended: the row says it (timeline.py).
+                    result.outcome if timeline.kept(result.outcome) else "",
+                    result.progress or "",
+                    result.logs or "",
+                    str(result.logs_kept),
                 )
             )
         reply = self._run(
@@ -432,8 +589,46 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             self.wake_finished(ended_ids(results, written))
         return written
 
+    def rename_kind(self, run: RunRef, kind: str) -> bool:
+        return self._run("rename_kind", run.id, run.attempt, run.token, kind) == 1
+
+    def rewrite_payload(
+        self, job_id: int, *, args: Mapping[str, Any] | None, result: str | None
+    ) -> bool:
+        return (
+            self._run(
+                "rewrite_payload",
+                job_id,
+                "" if args is None else _json(dict(args)),
+                "" if result is None else result,
+            )
+            == 1
+        )
+
+    def live_versions(self) -> dict[tuple[str, int], int]:
+        found: dict[tuple[str, int], int] = {}
+        for state in LIVE_STATES:
+            key = self.keys.by_state(state)
+            start = 0
+            while True:
+                members = self._read("zrange", key, start, start + 999)
+                if not members:
+                    break
+                start += len(members)
+                pipe = self.client.pipeline(transaction=False)
+                for member in members:
+                    pipe.hmget(self.keys.job(int(as_text(member))), "kind", "ver")
+                for kind, ver in pipe.execute():
+                    if kind is not None:
+                        k = (as_text(kind), int(ver or 1))
+                        found[k] = found.get(k, 0) + 1
+        return found
+
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
         return self._run("update_meta", run.id, run.attempt, run.token, _json(dict(meta))) == 1
+
+    def record_progress(self, run: RunRef, progress: str) -> bool:
+        return self._run("record_progress", run.id, run.attempt, run.token, progress) == 1
 
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
@@ -464,7 +659,6 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     def prune(
         self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
     ) -> int:
-        self._prune_stats(now)
         pairs: list[str] = []
         for state, horizon in horizons.items():
             if state in FINAL_STATES:  # only finished jobs have a finished_at
@@ -473,7 +667,38 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             return 0
         return self._chunked(limit, lambda chunk: int(self._run("prune", chunk, *pairs)))
 
+    def expired(
+        self, *, now: datetime, horizons: Mapping[str, timedelta], limit: int = 10_000
+    ) -> builtins.list[JobRecord]:
+        found: list[JobRecord] = []
+        for state, horizon in horizons.items():
+            if len(found) >= limit:
+                break
+            members = self._read(
+                "zrangebylex",
+                self.keys.finished(state),
+                "-",
+                "(" + time_key(now - horizon),
+                0,
+                limit - len(found),
+            )
+            if not members:
+                continue
+            pipe = self.client.pipeline(transaction=False)
+            for member in members:
+                pipe.hmget(self.keys.job(int(as_text(member)[-ID_WIDTH:])), *RECORD_FIELDS)
+            for values in pipe.execute():
+                fields = {f: v for f, v in zip(RECORD_FIELDS, values, strict=True) if v is not None}
+                if fields.get("id") is not None:
+                    found.append(record_of(fields))
+        return found
+
     def waiting_kinds(self, queues: Collection[str]) -> dict[str, set[str]]:
+        return {
+            q: {split_claim_key(k)[0] for k in ks} for q, ks in self._waiting_keys(queues).items()
+        }
+
+    def _waiting_keys(self, queues: Collection[str]) -> dict[str, set[str]]:
         queues = list(queues)
         if not queues:
             return {}
@@ -519,7 +744,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         return states
 
     def cron_advance(self, *, name: str, tick: datetime, job: NewJob | None) -> Inserted | None:
-        job_args = ["0"] if job is None else ["1", *self._new_job_args(job)]
+        job_args = ["0"] if job is None else ["1", *self._new_job_args(job), *_flow_args(job)]
         result = self._run("cron_advance", name, time_key(tick), *job_args)
         if not result:  # nil: not later than the last tick; []: recorded without a job
             return None
@@ -529,7 +754,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         return inserted
 
     def cron_trigger(self, *, name: str, job: NewJob) -> Inserted:
-        result = self._run("cron_trigger", name, *self._new_job_args(job))
+        result = self._run("cron_trigger", name, *self._new_job_args(job), *_flow_args(job))
         inserted = Inserted(int(result[0]), result[1] == 1)
         if woken_queues([job], [inserted]):
             self.wake([job.queue])
@@ -538,7 +763,10 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
     # -- admin -----------------------------------------------------------------------------
     def get(self, job_id: int) -> JobRecord | None:
         flat = self._read("hgetall", self.keys.job(job_id))
-        return record_of({as_text(k): v for k, v in flat.items()}) if flat else None
+        if not flat:
+            return None
+        fields = {as_text(k): v for k, v in flat.items()}
+        return with_timeline(record_of(fields), fields)
 
     def list(self, filter: ListFilter) -> list[JobRecord]:
         limit = max(0, min(filter.limit, LIST_LIMIT_MAX))
@@ -631,6 +859,9 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
                     "" if delay is None else str(delay // timedelta(microseconds=1)),
                 )
             )
+        flows: tuple[str, ...] = ()
+        if any(step.job.flow for step in steps):  # as in `insert`
+            flows = (self._flows([step.job for step in steps]),)
         reply = self._run(
             "insert_workflow",
             workflow.id,
@@ -641,6 +872,7 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             len(steps),
             compact(args),
             self.channel,
+            *flows,
         )
         ids = [int(i) for i in as_text(reply).split(",") if i]
         if last:
@@ -680,6 +912,19 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             as_text(reply[i]): stored_json(reply[i + 1] or None, fallback=None)
             for i in range(0, len(reply), 2)
         }
+
+    # -- fair flow and sequences (kept by insert.lua and the claim scripts) -------------------
+    def sequence_holder(self, job_id: int) -> int | None:
+        reply = self._run("sequence_holder", str(int(job_id)))
+        return None if reply is None or reply is False else int(reply)
+
+    def fairness_state(self, queue: str) -> FairnessState:
+        turn, waiting, last = self._run("fairness_state", queue)
+        return FairnessState(
+            turn=float(as_text(turn)),
+            waiting=json.loads(as_text(waiting)),
+            last={key: float(value) for key, value in json.loads(as_text(last)).items()},
+        )
 
     # -- queue pause: one hash, read by claim.lua -------------------------------------------
     def pause(self, queue: str, *, now: datetime) -> bool:
@@ -752,15 +997,25 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
         if wanted is not None and not wanted:
             return {}
         first, last = minute_number(floor_time(since, resolution)), minute_number(until)
-        # Per hour, the hour hashes: a day is 24 reads per queue, not 1,440.
-        per = 60 if resolution == "hour" else 1
-        index, kind = (
-            (self.keys.stat_hours(), "stath:") if per == 60 else (self.keys.stat_minutes(), "stat:")
-        )
+        if resolution == "minute":
+            minutes = self._stat_rows(self.keys.stat_minutes(), "stat:", 1, first, last, wanted)
+            return roll_up_rows(minutes, resolution)
+        # Per hour, the hour hashes the jobs' scripts keep (a day is 24 reads per queue, not
+        # 1,440), and the rolled-up history where an hour has one (its minutes may be gone).
+        hours = self._stat_rows(self.keys.stat_hours(), "stath:", 60, first, last, wanted)
+        rolled = self._stat_rows(self.keys.stat_histories(), "sthist:", 60, first, last, wanted)
+        as_hours = {q: {n // 60: row for n, row in rows.items()} for q, rows in rolled.items()}
+        return hourly_points(as_hours, hours)
+
+    def _stat_rows(
+        self, index: str, kind: str, per: int, first: int, last: int, wanted: set[str] | None
+    ) -> dict[str, dict[int, Sequence[int]]]:
+        """``{queue: {minute number: row}}`` of the statistics hashes `index` lists (``kind``
+        keys, one per `per` minutes) between minutes `first` and `last`."""
         found = [
             as_text(key) for key in self._read("zrangebyscore", index, first // per, last // per)
         ]
-        # "<prefix>stat:<number>:<queue>": the number is digits, so the queue is the rest.
+        # "<prefix><kind><number>:<queue>": the number is digits, so the queue is the rest.
         named = []
         for key in found:
             digits, _, queue = key[len(self.keys.prefix) + len(kind) :].partition(":")
@@ -773,25 +1028,37 @@ class RedisStore(RedisLimits, RedisWorkers, Store):
             hashes = pipe.execute() if named else []
         except (RedisConnectionError, RedisTimeoutError) as exc:
             raise read_failed("hgetall", exc, self.client) from exc
-        minutes: dict[str, dict[int, Sequence[int]]] = {}
-        for (_, number, queue), found in zip(named, hashes, strict=True):
-            if found:  # else it expired since the range read
-                fields = {as_text(k): int(v) for k, v in found.items()}
-                row = [fields.get(column, 0) for column in STAT_COLUMNS]
-                minutes.setdefault(queue, {})[number] = row
-        return roll_up_rows(minutes, resolution)
+        rows: dict[str, dict[int, Sequence[int]]] = {}
+        for (_, number, queue), values in zip(named, hashes, strict=True):
+            if values:  # else it expired since the range read
+                fields = {as_text(k): int(v) for k, v in values.items()}
+                rows.setdefault(queue, {})[number] = [fields.get(c, 0) for c in STAT_COLUMNS]
+        return rows
 
-    def _prune_stats(self, now: datetime) -> None:
-        """Drop the minutes older than `STATS_KEEP` (their keys also expire by themselves that
-        long after their last write)."""
-        cutoff = minute_number(now - STATS_KEEP)
-        indexes = ((self.keys.stat_minutes(), cutoff), (self.keys.stat_hours(), cutoff // 60))
+    def roll_up_stats(self, *, now: datetime, keep: timedelta) -> int:
+        # Expiring an hour after its horizon: the prune drops it on time, the expiry only when
+        # no leader prunes any more.
+        expiry = int((keep + timedelta(hours=1)).total_seconds())
+        return int(self._run("stats_roll", hour_number(now) - 1, expiry))
+
+    def prune_stats(self, *, minutes_before: datetime, hours_before: datetime) -> None:
+        # The minute and hour hashes the jobs' scripts write also expire by themselves,
+        # `STATS_KEEP` after their last write.
+        top = self._read("zrevrange", self.keys.stat_histories(), 0, 0, True)
+        through = int(top[0][1]) if top else None
+        keep_from = minutes_to_prune(minutes_before, through)
+        indexes = (
+            (self.keys.stat_minutes(), keep_from),
+            (self.keys.stat_hours(), keep_from // 60),
+            (self.keys.stat_histories(), hour_number(hours_before)),
+        )
         for index, oldest in indexes:
             old = self._read("zrangebyscore", index, "-inf", f"({oldest}")
             for start in range(0, len(old), 500):
                 chunk = old[start : start + 500]
                 pipe = self.client.pipeline(transaction=False)
-                pipe.delete(*chunk)
+                for key in chunk:  # one key a command: a cluster pipeline takes no more
+                    pipe.delete(key)
                 pipe.zrem(index, *chunk)
                 try:
                     pipe.execute()

@@ -29,10 +29,16 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from anole_jobs.core import FINAL_STATES, ErrorEntry, ListFilter
 from anole_jobs.limits import Limits
+from anole_jobs.stores.audit import AuditEntry
 from anole_jobs.stores.base import Finish, NewStep, NewWorkflow, Store
-from anole_jobs.stores.workers import WorkerRecord
+from anole_jobs.stores.workers import WorkerControl, WorkerRecord
 from anole_jobs.testing.clock import FakeClock
-from anole_jobs.testing.contract import jobs_machine, limits_machine, workflow_machine
+from anole_jobs.testing.contract import (
+    durable_machine,
+    jobs_machine,
+    limits_machine,
+    workflow_machine,
+)
 from anole_jobs.testing.contract.jobs_machine import recount
 from anole_jobs.testing.contract.support import LEASE, T0, claim, new_job, race
 
@@ -42,7 +48,12 @@ class StoreContract:
     prefix): only its subclasses are."""
 
     #: Hypothesis examples each state machine runs (fewer keep a slow store's run short).
-    machine_examples: ClassVar[dict[str, int]] = {"jobs": 40, "workflows": 25, "limits": 60}
+    machine_examples: ClassVar[dict[str, int]] = {
+        "jobs": 40,
+        "workflows": 25,
+        "limits": 60,
+        "durable": 30,
+    }
 
     def make_store(self) -> Store:
         """A new store, empty, to test. Subclasses define it (or the `store` fixture)."""
@@ -69,6 +80,7 @@ class StoreContract:
                     "jobs": jobs_machine,
                     "workflows": workflow_machine,
                     "limits": limits_machine,
+                    "durable": durable_machine,
                 }[machine]
             ).BOUNDS,
             max_examples=self.machine_examples[machine],
@@ -82,6 +94,8 @@ class StoreContract:
             "supports_other_processes",
             "unique_across_queues",
             "leadership_lapses",
+            "shares_sessions",
+            "queues_fail_apart",
         ):
             assert isinstance(getattr(store, name), bool), name
         assert (store.atomic_alias is not None) == store.supports_transactions
@@ -348,6 +362,75 @@ class StoreContract:
         store.record_worker(record)
         assert store.remove_worker(record.id) is True and store.remove_worker(record.id) is False
 
+    def test_a_worker_control_is_kept_until_its_record_goes(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock()
+        record = WorkerRecord(
+            id="host:2:def",
+            host="host",
+            pid=2,
+            version="1",
+            queues=(),
+            started_at=now,
+            last_seen=now,
+            expires_at=now + timedelta(seconds=30),
+        )
+        quiet = WorkerControl(action="quiet", by="ops", at=now, surface="route")
+        stop = WorkerControl(action="stop", by="ops", at=now, surface="route")
+        assert store.request_worker_control(record.id, quiet, now=now) is False
+        store.record_worker(record)
+        assert store.request_worker_control(record.id, stop, now=now) is True
+        assert store.request_worker_control(record.id, quiet, now=now) is True
+        assert store.worker_control(record.id) == stop  # a stop outlasts a later quiet
+        assert store.workers(now=now)[0].control == stop
+        assert store.remove_worker(record.id) and store.worker_control(record.id) is None
+
+    def test_audit_entries_are_listed_newest_first_and_pruned_by_age(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock()
+        for n in range(3):
+            store.record_audit(
+                AuditEntry(
+                    at=now + timedelta(seconds=n),
+                    actor="ops",
+                    action="retry" if n != 1 else "delete",
+                    target=f"job {n}",
+                    surface="cli",
+                )
+            )
+        assert [e.target for e in store.audit_entries()] == ["job 2", "job 1", "job 0"]
+        assert [e.target for e in store.audit_entries(action="retry", limit=1)] == ["job 2"]
+        assert store.prune_audit(before=now + timedelta(seconds=1)) == 1
+        assert [e.target for e in store.audit_entries()] == ["job 2", "job 1"]
+
+    # -- the statistics' history -------------------------------------------------------------
+    def test_a_roll_up_sums_ended_hours_once_and_outlives_the_minutes(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        queue, start = "contract-history", clock()  # the start of an hour
+        store.insert([new_job(at=start, queue=queue) for _ in range(3)])
+        runs = claim(store, start + timedelta(minutes=10), limit=3, queue=queue)
+        ended = start + timedelta(minutes=11)
+        store.finish([Finish(run=c.run, state="completed", at=ended) for c in runs])
+        now, keep = start + timedelta(hours=1, minutes=5), timedelta(days=30)
+
+        def read(resolution: Any) -> list[tuple[Any, int, int]]:
+            found = store.stats([queue], since=start, until=now, resolution=resolution)
+            return [(p.at, p.started, p.completed) for p in found.get(queue, [])]
+
+        before = read("hour")
+        assert before == [(start, 3, 3)]
+        assert store.roll_up_stats(now=now, keep=keep) == 1
+        assert store.roll_up_stats(now=now, keep=keep) == 0  # the same sums: nothing written
+        assert read("hour") == before
+        store.prune_stats(minutes_before=now + timedelta(days=2), hours_before=start)
+        assert read("minute") == []
+        assert read("hour") == before  # from the rolled-up hour alone
+        store.prune_stats(minutes_before=now, hours_before=now)
+        assert read("hour") == []
+
     # -- workflows -------------------------------------------------------------------------
     def test_a_finished_step_settles_its_dependents_without_being_told(
         self, store: Store, clock: FakeClock
@@ -398,6 +481,109 @@ class StoreContract:
         assert len(more.jobs) == 1
         assert store.runtime_limits() == {}
 
+    # -- enqueue flow: debounce, latest wins, latency ----------------------------------------
+    def test_a_debounced_insert_folds_while_its_job_waits(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock()
+
+        def debounced(at: Any, n: int) -> Any:
+            return new_job(
+                at=at,
+                args={"n": n},
+                state="scheduled",
+                scheduled_at=at + timedelta(seconds=10),
+                debounce_key="debounce:contract.job:k",
+                debounce_max_wait=timedelta(seconds=15),
+            )
+
+        first = store.insert_debounced(debounced(now, 1))
+        assert first.inserted
+        folded = store.insert_debounced(debounced(now + timedelta(seconds=8), 2))
+        assert folded == type(first)(first.id, False)
+        record = store.get(first.id)
+        assert record is not None and record.args == {"n": 2} and record.unique_key is None
+        # The cap: 15 s after the first insert, not 18 s.
+        assert record.scheduled_at == now + timedelta(seconds=15)
+        assert store.counts() == {"default": {"scheduled": 1}}
+        # Due: the next insert makes a new job.
+        later = store.insert_debounced(debounced(now + timedelta(seconds=15), 3))
+        assert later.inserted and later.id != first.id
+
+    def test_a_replacing_insert_cancels_the_holder_in_the_same_write(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock()
+        old = store.insert([new_job(at=now, unique_key="contract.job:k")])[0]
+        (claimed,) = claim(store, now)
+        new = store.insert_replacing(new_job(at=now, unique_key="contract.job:k", replace=True))
+        assert new.inserted and new.id != old.id
+        record = store.get(old.id)
+        assert record is not None and record.state == "cancelled"
+        assert record.errors[-1]["type"] == "Replaced" and record.errors[-1]["attempt"] == 1
+        assert store.heartbeat([claimed.run], lease_until=now + LEASE) == set()
+        assert store.insert([new_job(at=now, unique_key="contract.job:k")])[0].id == new.id
+
+    def test_oldest_available_reads_the_lowest_scheduled_at(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock()
+        store.insert([new_job(at=now, priority=3)])
+        store.insert([new_job(at=now + timedelta(seconds=5), priority=-3)])
+        store.insert(
+            [
+                new_job(
+                    at=now, queue="other", state="scheduled", scheduled_at=now + timedelta(hours=1)
+                )
+            ]
+        )
+        assert store.oldest_available(["default", "other"]) == {"default": now}
+        assert store.sequence_holder(1) is None and store.awaited_signal(1) is None
+
+    # -- safe deploys and payloads (docs/deploys.md, encryption.md, offload.md) -----------
+    def test_a_claim_admits_only_the_versions_it_names(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock()
+        v1, v2, v3 = (r.id for r in store.insert([new_job(at=now, version=v) for v in (1, 2, 3)]))
+        assert store.get(v2).version == 2  # type: ignore[union-attr]
+        first = claim(store, now, kinds=["contract.job", "contract.job@3"])
+        assert sorted(c.record.id for c in first) == [v1, v3]
+        assert {c.record.id: c.record.version for c in first} == {v1: 1, v3: 3}
+        assert claim(store, now, kinds=["contract.job"]) == []
+        assert [c.record.id for c in claim(store, now, kinds=["contract.job@2"])] == [v2]
+
+    def test_rename_kind_is_fenced_and_live_versions_count_unfinished_jobs(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock()
+        store.insert([new_job(at=now, kind="old.name"), new_job(at=now, version=2)])
+        (taken,) = claim(store, now, kinds=["old.name"])
+        assert store.live_versions() == {("old.name", 1): 1, ("contract.job", 2): 1}
+        assert store.rename_kind(taken.run, "new.name")
+        assert store.get(taken.record.id).kind == "new.name"  # type: ignore[union-attr]
+        assert [r.id for r in store.list(ListFilter(kind="new.name"))] == [taken.record.id]
+        store.finish([Finish(run=taken.run, state="completed", at=now)])
+        assert not store.rename_kind(taken.run, "other.name")  # no longer running
+        assert store.live_versions() == {("contract.job", 2): 1}
+
+    def test_rewrite_payload_and_expired(self, store: Store, clock: FakeClock) -> None:
+        now = clock()
+        (job,) = store.insert([new_job(at=now, args={"a": 1})])
+        (taken,) = claim(store, now)
+        store.finish([Finish(run=taken.run, state="completed", at=now, result='{"r": 1}')])
+        assert store.rewrite_payload(job.id, args={"b": 2}, result=None)
+        record = store.get(job.id)
+        assert record is not None and (record.args, record.result) == ({"b": 2}, {"r": 1})
+        assert store.rewrite_payload(job.id, args=None, result='{"r": 2}')
+        assert store.get(job.id).result == {"r": 2}  # type: ignore[union-attr]
+        assert not store.rewrite_payload(job.id + 1000, args={}, result=None)
+        horizons = {"completed": timedelta(hours=1)}
+        assert store.expired(now=now, horizons=horizons) == []
+        later = now + timedelta(hours=2)
+        assert [r.id for r in store.expired(now=later, horizons=horizons)] == [job.id]
+        assert store.prune(now=later, horizons=horizons) == 1
+
     # -- the state machines ----------------------------------------------------------------
     def test_the_store_behaves_like_the_memory_store(self, store: Store, clock: FakeClock) -> None:
         machine = jobs_machine.make_machine(store, clock())
@@ -412,3 +598,7 @@ class StoreContract:
     def test_no_interleaving_of_claims_exceeds_a_limit(self, store: Store) -> None:
         machine = limits_machine.machine_for(store)
         run_state_machine_as_test(machine, settings=self._machine_settings("limits"))
+
+    def test_durable_steps_sleeps_and_signals_behave_like_the_model(self, store: Store) -> None:
+        machine = durable_machine.machine_for(store)
+        run_state_machine_as_test(machine, settings=self._machine_settings("durable"))

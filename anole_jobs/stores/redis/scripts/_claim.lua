@@ -53,9 +53,13 @@ local function available_jobs(queue, kinds, chunk)
       if best == nil then return nil end
       best_cursor.pos = best_cursor.pos + 1
       local j = load_all(member_id(best.member))
-      if j ~= nil then return j end
-      zrem(best_cursor.key, best.member)
-      pending.available[best_cursor.key] = {queue, best_cursor.kind}
+      if j == nil then
+        zrem(best_cursor.key, best.member)
+        pending.available[best_cursor.key] = {queue, best_cursor.kind}
+      elseif not (j.sq and sequence_held(j)) then
+        return j
+      end
+      -- (a job of a sequence waits while an earlier one has not ended: it stays available)
     end
   end
 end
@@ -71,6 +75,7 @@ local function claim_job(j, now, lease, lease_iso, worker)
   set(j, 'lease', lease)
   set(j, 'lease_iso', lease_iso)
   set(j, 'worker', worker)
+  if j.fo then fair_claimed(j) end
   stat_add(j.queue, now, 'started', 1)
   enter(j)
   local record = encode_record(j)

@@ -6,7 +6,15 @@
 -- bookkeeping here is what keeps the sorted sets, the counts and the unique keys consistent.
 
 local CORE = {'state', 'queue', 'kind', 'priority', 'sched', 'lease', 'finished', 'attempt',
-              'token', 'max', 'ukey', 'uscope', 'wf'}
+              'token', 'max', 'ukey', 'uscope', 'wf', 'ver', 'fo', 'sq'}
+
+-- The set of available jobs a job is in: one per (queue, claim key), the claim key being its
+-- kind for version 1 (no 'ver' field) and "kind@N" above (docs/deploys.md), so that a claim
+-- that names only the versions its worker runs never meets a job of another version.
+local function akind(j)
+  if j.ver and j.ver ~= '1' then return j.kind .. '@' .. j.ver end
+  return j.kind
+end
 local LIVE = {pending = true, scheduled = true, available = true, running = true, retrying = true}
 local FINAL = {completed = true, dead = true, cancelled = true}
 
@@ -215,9 +223,9 @@ end
 local function leave(j)
   local p, s = pid(j.id), j.state
   if s == 'available' then
-    local key = K_av(j.queue, j.kind)
-    zrem(key, j.sched .. p)
-    pending.available[key] = pending.available[key] or {j.queue, j.kind}
+    local key = K_av(j.queue, akind(j))
+    zrem(key, (j.fo or j.sched) .. p)
+    pending.available[key] = pending.available[key] or {j.queue, akind(j)}
   elseif s == 'scheduled' or s == 'retrying' then
     zrem(K_waiting(), j.sched .. p)
   elseif s == 'running' then
@@ -232,9 +240,11 @@ end
 local function enter(j)
   local p, s = pid(j.id), j.state
   if s == 'available' then
-    local key = K_av(j.queue, j.kind)
-    zadd(key, -tonumber(j.priority), j.sched .. p)
-    pending.available[key] = {j.queue, j.kind, true}
+    local key = K_av(j.queue, akind(j))
+    -- A job of a fair queue is ordered by its turn where others are by their time (both
+    -- fixed-width digits; see `fair_turn`).
+    zadd(key, -tonumber(j.priority), (j.fo or j.sched) .. p)
+    pending.available[key] = {j.queue, akind(j), true}
   elseif s == 'scheduled' or s == 'retrying' then
     zadd(K_waiting(), 0, j.sched .. p)
   elseif s == 'running' then
@@ -249,6 +259,51 @@ local function enter(j)
   zadd(K_st(s), 0, p)
   count(s, j.queue, 1)
   release_unique(j)
+  -- A job of a sequence that has not ended has its place in it (again, after a retry).
+  if j.sq and LIVE[s] then redis.call('ZADD', K_seq(j.sq), tonumber(j.id), j.id) end
+end
+
+-- The id of the first job of sequence `key` that has not ended, or nil. Ended and deleted
+-- jobs at its front leave it here, when a claim (or a question) looks.
+local function sequence_head(key)
+  local zkey = K_seq(key)
+  while true do
+    local first = redis.call('ZRANGE', zkey, 0, 0)
+    if #first == 0 then return nil end
+    local found = redis.call('HMGET', K_job(first[1]), 'state', 'sq')
+    if found[1] and LIVE[found[1]] and found[2] == key then return first[1] end
+    redis.call('ZREM', zkey, first[1])
+  end
+end
+
+-- Whether an earlier job of `j`'s sequence has not ended (then `j` waits).
+local function sequence_held(j)
+  local first = redis.call('ZRANGE', K_seq(j.sq), 0, 0)
+  if first[1] == j.id then return false end  -- it leads its sequence (the usual case)
+  local head = sequence_head(j.sq)
+  return head ~= nil and tonumber(head) < tonumber(j.id)
+end
+
+-- Fair flow: the turn of a new job of `queue` whose fairness value is `fk` (weight `weight`):
+-- one 1/weight after the latest turn given to its value, and no earlier than the turn the
+-- queue's claims reached ('~turn'); as a fixed-width key that sorts as a time key does.
+local function fair_turn(queue, fk, weight)
+  local h = K_fair(queue)
+  local known = redis.call('HMGET', h, '~turn', fk)
+  local base = tonumber(known[1]) or 0
+  local last = tonumber(known[2])
+  if last and last > base then base = last end
+  local turn = base + 1 / weight
+  redis.call('HSET', h, fk, string.format('%.17g', turn))
+  return string.format('%018.0f', turn * 1000000)
+end
+
+-- A fair job was claimed: its queue's claims reached its turn.
+local function fair_claimed(j)
+  local turn = tonumber(j.fo) / 1000000
+  local h = K_fair(j.queue)
+  local known = tonumber(redis.call('HGET', h, '~turn'))
+  if not known or turn > known then redis.call('HSET', h, '~turn', string.format('%.17g', turn)) end
 end
 
 local wf_forget  -- defined with the workflow helpers at the end
@@ -297,11 +352,13 @@ end
 -- Insert one job from the 12 values of `v` starting at `i` (`v` is ARGV, or a batch decoded
 -- from JSON); returns (id, 1) or (holder id, 0). With `id` (a string), the caller has already
 -- checked the unique key and taken the id (a batch takes all its ids with one INCRBY).
-local NEW_JOB_FIELDS = 12
-local function insert_one(v, i, id)
+local NEW_JOB_FIELDS = 13
+local function insert_one(v, i, id, flow)
   local kind, queue, state, args, meta = v[i], v[i + 1], v[i + 2], v[i + 3], v[i + 4]
   local priority, max, created, sched = v[i + 5], v[i + 6], v[i + 7], v[i + 8]
   local has_ukey, ukey, uscope = v[i + 9] == '1', v[i + 10], v[i + 11]
+  local ver = v[i + 12]
+  if ver == '1' then ver = false end
   if not id then
     if has_ukey then
       local held_by = holder(ukey)
@@ -317,9 +374,30 @@ local function insert_one(v, i, id)
     fields[#fields + 1] = 'ukey'
     fields[#fields + 1] = ukey
   end
+  if ver then
+    fields[#fields + 1] = 'ver'
+    fields[#fields + 1] = ver
+  end
+  -- Fair flow and sequences: `flow` is {fairness value or '', its weight, sequence or ''}.
+  local fo, sq = false, false
+  if flow then
+    if flow[1] ~= '' then
+      fo = fair_turn(queue, flow[1], tonumber(flow[2]))
+      fields[#fields + 1] = 'fk'
+      fields[#fields + 1] = flow[1]
+      fields[#fields + 1] = 'fo'
+      fields[#fields + 1] = fo
+    end
+    if flow[3] ~= '' then
+      sq = flow[3]
+      fields[#fields + 1] = 'sq'
+      fields[#fields + 1] = sq
+    end
+  end
   redis.call('HSET', K_job(id), unpack(fields))
   local j = {id = id, state = state, queue = queue, kind = kind, priority = priority,
-             sched = sched, ukey = has_ukey and ukey or false, uscope = uscope, dirty = {}}
+             sched = sched, ukey = has_ukey and ukey or false, uscope = uscope, ver = ver,
+             dirty = {}, fo = fo, sq = sq}
   enter(j)
   local p = pid(id)
   zadd(K_all(), 0, p)
@@ -492,4 +570,61 @@ local function wf_publish(wake_channel, done_channel)
     redis.call('PUBLISH', done_channel, cjson.encode({from = '', queues = WF_ENDED}))
   end
   WF_QUEUES, WF_ENDED = {}, {}
+end
+
+-- The job's timeline (anole_jobs/timeline.py): keep the running attempt of `j` in its
+-- attempts (a JSON array), ended at time key `at` with `outcome`; its worker is the claim's,
+-- its start the time key `started` (nil: the claim's). Call it before any change of
+-- `j.attempt`. Past TIMELINE_ATTEMPTS_KEPT the oldest goes.
+local TIMELINE_ATTEMPTS_KEPT = 500
+local function end_attempt(j, outcome, at, started)
+  local h = redis.call('HMGET', K_job(j.id), 'attempts', 'worker', 'attempted')
+  started = started or h[3]
+  local entry = cjson.encode({
+    attempt = tonumber(j.attempt),
+    worker = h[2] or cjson.null,
+    started_at = started and iso_of(started) or cjson.null,
+    finished_at = iso_of(at),
+    outcome = outcome,
+  })
+  local list = h[1]
+  if not list or list == '[]' then
+    list = '[' .. entry .. ']'
+  else
+    list = string.sub(list, 1, -2) .. ',' .. entry .. ']'
+    if #list > 40000 then  -- perhaps past the cap: count them
+      local all = cjson.decode(list)
+      if #all > TIMELINE_ATTEMPTS_KEPT then
+        local kept = {}
+        for i = #all - TIMELINE_ATTEMPTS_KEPT + 1, #all do kept[#kept + 1] = all[i] end
+        list = cjson.encode(kept)
+      end
+    end
+  end
+  set(j, 'attempts', list)
+end
+
+-- Before a 'completed' job `j` runs again: its completing attempt, which only its hash says
+-- (the finish leaves it out of the attempts: anole_jobs/timeline.py), goes into its
+-- attempts, unless the finish of older code appended it there already.
+local function keep_completed_attempt(j)
+  local list = redis.call('HGET', K_job(j.id), 'attempts')
+  if list and list ~= '[]' then
+    local all = cjson.decode(list)
+    local last = all[#all]
+    if last and last.outcome == 'completed' and tonumber(last.attempt) == tonumber(j.attempt) then
+      return
+    end
+  end
+  end_attempt(j, 'completed', j.finished)
+end
+
+-- Append the log lines `lines` (a JSON array) to the job's log, keeping the newest `keep`.
+local function append_logs(j, lines, keep)
+  local old = redis.call('HGET', K_job(j.id), 'logs')
+  local all = old and cjson.decode(old) or {}
+  for _, line in ipairs(cjson.decode(lines)) do all[#all + 1] = line end
+  local kept = {}
+  for i = math.max(1, #all - keep + 1), #all do kept[#kept + 1] = all[i] end
+  set(j, 'logs', cjson.encode(kept))
 end

@@ -5,6 +5,7 @@ local j = load(ARGV[2])
 if not j then return false end
 if LIVE[j.state] then
   leave(j)
+  if j.state == 'running' then end_attempt(j, 'cancelled', ARGV[3]) end
   set(j, 'state', 'cancelled')
   set(j, 'finished', ARGV[3])
   enter(j)

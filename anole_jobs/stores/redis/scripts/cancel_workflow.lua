@@ -9,6 +9,7 @@ for _, member in ipairs(redis.call('ZRANGEBYLEX', K_wfjobs(ARGV[2]), '-', '+')) 
   local j = load(member_id(member))
   if j and LIVE[j.state] then
     leave(j)
+    if j.state == 'running' then end_attempt(j, 'cancelled', ARGV[3]) end
     set(j, 'state', 'cancelled')
     set(j, 'finished', ARGV[3])
     enter(j)

@@ -11,7 +11,11 @@ if current then
 end
 local out = {}
 if ARGV[4] == '1' then
-  local id, inserted = insert_one(ARGV, 5)
+  -- The three values after the job's, when given: its fairness value, weight and sequence
+  -- (as insert's).
+  local f = 5 + NEW_JOB_FIELDS
+  local flow = ARGV[f] and {ARGV[f], ARGV[f + 1], ARGV[f + 2]} or nil
+  local id, inserted = insert_one(ARGV, 5, nil, flow)
   last_id = idstr(id)
   out = {id, inserted}
 end

@@ -3,7 +3,11 @@
 -- the entry's last tick stays as it is (none for an entry the leader has not seen yet: the
 -- value is then '|<id>'). Returns {id, inserted}.
 local name = ARGV[2]
-local id, inserted = insert_one(ARGV, 3)
+-- The three values after the job's, when given: its fairness value, weight and sequence (as
+-- insert's).
+local f = 3 + NEW_JOB_FIELDS
+local flow = ARGV[f] and {ARGV[f], ARGV[f + 1], ARGV[f + 2]} or nil
+local id, inserted = insert_one(ARGV, 3, nil, flow)
 if inserted == 1 then
   local current = redis.call('HGET', K_cron(), name)
   local tick = ''

@@ -9,6 +9,8 @@
 -- parsing a reply of 2n integers cost the client more than the whole script.
 local channel, sender, n = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local batch = cjson.decode(ARGV[5])
+-- ARGV[6], when given: per job {fairness value or '', weight, sequence or ''} (flow jobs).
+local flows = ARGV[6] and cjson.decode(ARGV[6]) or nil
 -- First the unique holders, then one INCRBY for the ids of every job that goes in.
 local held, fresh = {}, 0
 for k = 0, n - 1 do
@@ -27,7 +29,7 @@ for k = 0, n - 1 do
   else
     local id = idstr(next_id)
     next_id = next_id + ID_STRIDE
-    insert_one(batch, first, id)
+    insert_one(batch, first, id, flows and flows[k + 1])
     out[#out + 1] = id
     out[#out + 1] = '1'
     local queue = batch[first + 1]

@@ -10,6 +10,9 @@ local channel, sender = v[1], v[2]
 local kind, queue, state, args, meta = v[3], v[4], v[5], v[6], v[7]
 local priority, max, created, sched = v[8], v[9], v[10], v[11]
 local has_ukey, ukey, uscope = v[12] == '1', v[13], v[14]
+local ver = v[15]  -- the kind's version: kept only above 1 (docs/deploys.md)
+local akind = kind
+if ver ~= '1' then akind = kind .. '@' .. ver end
 local available = state == 'available'
 if not (available or state == 'scheduled' or state == 'retrying') then
   return redis.error_reply('anole_jobs: a job cannot be inserted in state ' .. tostring(state))
@@ -31,10 +34,11 @@ else
              'args', args, 'meta', meta, 'priority', priority, 'attempt', '0', 'max', max,
              'errors', '[]', 'created', created, 'sched', sched, 'token', '0', 'uscope', uscope)
 end
+if ver ~= '1' then redis.call('HSET', K_job(id), 'ver', ver) end
 -- `enter` for the states a job is inserted in, then the listing indexes and the count.
 if available then
-  redis.call('ZADD', K_av(queue, kind), -tonumber(priority), sched .. p)
-  redis.call('SADD', K_ak(queue), kind)
+  redis.call('ZADD', K_av(queue, akind), -tonumber(priority), sched .. p)
+  redis.call('SADD', K_ak(queue), akind)
 else
   redis.call('ZADD', K_waiting(), 0, sched .. p)
 end

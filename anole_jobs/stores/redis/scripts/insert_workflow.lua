@@ -10,6 +10,8 @@ redis.call('HSETNX', K_wf(wf), 'name', ARGV[3])
 redis.call('HSETNX', K_wf(wf), 'created', ARGV[4])
 redis.call('HSETNX', K_wf(wf), 'cancelled', '0')
 local batch = cjson.decode(ARGV[8])
+-- ARGV[10], when given: per step {fairness value or '', weight, sequence or ''} (as insert's).
+local flows = ARGV[10] and cjson.decode(ARGV[10]) or nil
 local width = NEW_JOB_FIELDS + 6
 local next_id = 0
 if n > 0 then next_id = take_ids(n) end
@@ -19,7 +21,7 @@ for k = 0, n - 1 do
   local id = idstr(next_id + k * ID_STRIDE)
   batch[first + 2] = 'pending'
   batch[first + 9] = '0'  -- a step has no unique key
-  insert_one(batch, first, id)
+  insert_one(batch, first, id, flows and flows[k + 1])
   ids[k + 1] = id
   local s = first + NEW_JOB_FIELDS
   local deps = {}

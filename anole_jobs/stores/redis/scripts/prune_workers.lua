@@ -3,6 +3,7 @@
 local ids = redis.call('ZRANGEBYSCORE', K_worker_expiry(), '-inf', ARGV[2])
 for _, id in ipairs(ids) do
   redis.call('HDEL', K_workers(), id)
+  redis.call('HDEL', K_worker_controls(), id)
   redis.call('ZREM', K_worker_expiry(), id)
 end
 return #ids

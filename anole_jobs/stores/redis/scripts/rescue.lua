@@ -12,6 +12,7 @@ for _, member in ipairs(lapsed) do
   if j and j.state == 'running' then
     local lease_iso = redis.call('HGET', K_job(j.id), 'lease_iso') or '?'
     leave(j)
+    end_attempt(j, 'rescued', now)
     append_error(j, cjson.encode({
       at = now_iso,
       attempt = tonumber(j.attempt),

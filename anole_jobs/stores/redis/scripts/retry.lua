@@ -13,6 +13,11 @@ if j.ukey and not holds_unique(j) then
   redis.call('SET', K_u(j.ukey), j.id)
 end
 leave(j)
+if j.state == 'running' then
+  end_attempt(j, 'restarted', ARGV[3])
+elseif j.state == 'completed' then
+  keep_completed_attempt(j)
+end
 if tonumber(j.attempt) >= tonumber(j.max) then
   set(j, 'max', string.format('%d', tonumber(j.attempt) + 1))
 end

@@ -6,7 +6,13 @@ is written to its counters directly.
 Each minute of the last hour gets a few welcome emails (tens to hundreds of milliseconds), a
 few ledger syncs (one to four seconds, some failing once before they complete) and now and
 then a card charge that fails for good; twenty to thirty minutes ago the ledger was down, so
-that stretch shows a burst of failures. Prints how many runs it wrote.
+that stretch shows a burst of failures.
+
+Before that hour, the 30 days before it get a few nightly reports an hour, more in working
+hours, fewer at weekends, with a two-day stretch ten days ago when half of them failed once
+before they completed (so no job is left dead to show elsewhere); the leader's
+roll-up then sums those hours (the 30-day chart reads them) as it would once they ended.
+Prints how many runs it wrote.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from anole_jobs.core import ErrorEntry
 from anole_jobs.stores.base import Finish, NewJob, Store
 
 MINUTES = 60
+DAYS = 30
 
 
 def _run(
@@ -123,7 +130,28 @@ class Command(BaseCommand):
                     error=("PaymentDeclined", message),
                     dead=True,
                 )
+        runs += _month(store, rng, now)
+        # What the leader does once each hour has ended, done here so the picture is there
+        # before a worker's first round.
+        store.roll_up_stats(now=now, keep=jobs.settings.stats.hours)
         self.stdout.write(f"{runs} runs written")
+
+
+def _month(store: Store, rng: random.Random, now: Any) -> int:
+    """The 30 days before the last hour: a few report runs an hour, a daily rhythm."""
+    runs = 0
+    for hours_ago in range(DAYS * 24, 1, -1):
+        start = now - timedelta(hours=hours_ago)
+        busy = 8 <= start.hour < 18 and start.weekday() < 5
+        failing = 10 * 24 <= hours_ago < 12 * 24
+        for n in range(rng.randint(4, 9) if busy else rng.randint(0, 3)):
+            at = start + timedelta(minutes=rng.uniform(0, 55))
+            job = _new("reports.daily", "reports", {"report": f"r-{hours_ago}-{n}"}, at, 2)
+            tries = 2 if failing and rng.random() < 0.5 else 1
+            times = [rng.lognormvariate(math.log(2.0), 0.5) for _ in range(tries)]
+            error = ("TimeoutError", "warehouse query timed out") if tries > 1 else None
+            runs += _run(store, job, at=at, seconds=times, error=error, dead=False)
+    return runs
 
 
 def _new(kind: str, queue: str, args: dict[str, Any], at: Any, attempts: int) -> NewJob:

@@ -82,6 +82,17 @@ class Command(BaseCommand):
             lambda: any(w.held >= len(running) for w in jobs.workers()),
             "a worker reporting its running jobs",
         )
+        # The Audit page: what operators did, from each surface.
+        from anole_jobs.operations import actions, audit
+
+        with audit.acting("ops", "dashboard"):
+            actions.retry(failed)
+            actions.pause("reports", create=True)
+            actions.resume("reports")  # its jobs wait for a worker, as the workers page says
+        with audit.acting("cli", "cli"):
+            actions.set_limits("mail", global_concurrency=2, create=True)
+        with audit.acting("alice", "route"):
+            actions.cancel(welcomes[0])
         self.stdout.write(
             json.dumps(
                 {

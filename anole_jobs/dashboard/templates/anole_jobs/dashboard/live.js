@@ -26,6 +26,62 @@
     }
   });
 
+  // Times in UTC (as the pages are written) or in the browser's own time zone, by choice:
+  // a button in the header, the choice kept in this browser. Without scripts, UTC.
+  var ZONE_KEY = "anole-jobs-times";
+  var local = false;
+  try {
+    local = window.localStorage.getItem(ZONE_KEY) === "local";
+  } catch (ignored) {
+    local = false;
+  }
+
+  function pad(n) {
+    return (n < 10 ? "0" : "") + n;
+  }
+
+  function localText(when) {
+    return when.getFullYear() + "-" + pad(when.getMonth() + 1) + "-" + pad(when.getDate()) +
+      " " + pad(when.getHours()) + ":" + pad(when.getMinutes()) + ":" + pad(when.getSeconds()) +
+      " local";
+  }
+
+  function showTimes(root) {
+    root.querySelectorAll('time[datetime$="Z"]').forEach(function (element) {
+      if (!element.hasAttribute("data-utc")) {
+        element.setAttribute("data-utc", element.textContent);
+      }
+      var when = new Date(element.getAttribute("datetime"));
+      element.textContent = local && !isNaN(when.getTime()) ?
+        localText(when) : element.getAttribute("data-utc");
+    });
+  }
+
+  var nav = document.querySelector("header nav");
+  if (nav) {
+    var zone = document.createElement("button");
+    zone.type = "button";
+    zone.className = "secondary small zone";
+    var labelZone = function () {
+      zone.textContent = local ? "Times: local" : "Times: UTC";
+      zone.setAttribute("aria-pressed", local ? "true" : "false");
+      zone.title = "Show times in " + (local ? "UTC" : "this browser's time zone");
+    };
+    zone.addEventListener("click", function () {
+      local = !local;
+      try {
+        window.localStorage.setItem(ZONE_KEY, local ? "local" : "utc");
+      } catch (ignored) {
+        // A browser that keeps nothing: the choice lasts for this page.
+      }
+      labelZone();
+      showTimes(document);
+    });
+    labelZone();
+    nav.parentNode.appendChild(zone);
+  }
+  showTimes(document);
+
   var region = document.querySelector("[data-live]");
   if (!region) {
     return;
@@ -48,8 +104,10 @@
   bar.appendChild(toggle);
   region.parentNode.insertBefore(bar, region);
 
+  // In UTC, to the second, as every time on the pages ("12:30:05 UTC"), or local by choice.
   function clock() {
-    return new Date().toLocaleTimeString();
+    var now = new Date();
+    return local ? localText(now).slice(11) : now.toISOString().slice(11, 19) + " UTC";
   }
 
   function show(text, failed) {
@@ -95,9 +153,20 @@
         return response.text();
       })
       .then(function (html) {
-        // Not while a control inside the region has focus: the person is using it.
-        if (!region.contains(document.activeElement)) {
+        // Not while a control inside the region has focus (the person is using it), nor
+        // while rows are ticked (a selection for an action would be lost).
+        if (!region.contains(document.activeElement) &&
+            !region.querySelector("input[type=checkbox]:checked")) {
+          // A section the person opened or closed (a traceback) stays as they left it.
+          var opened = Array.prototype.map.call(
+            region.querySelectorAll("details"), function (d) { return d.open; });
           region.innerHTML = html;
+          region.querySelectorAll("details").forEach(function (d, i) {
+            if (i < opened.length) {
+              d.open = opened[i];
+            }
+          });
+          showTimes(region);
         }
         show("Updated at " + clock() + "; updates every " + seconds + " s.", false);
       })

@@ -1,0 +1,3 @@
+-- Migration 0017_operator (sqlite, down): back to 0016.
+DROP TABLE "anole_jobs_audit";
+ALTER TABLE "anole_jobs_worker" DROP COLUMN "control";

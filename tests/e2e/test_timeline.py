@@ -1,0 +1,41 @@
+"""The job's timeline through a real `runjobs` process: each attempt keeps the worker that
+ran it (its host and process id), its start, end and outcome, and the handler's log lines and
+last progress report are stored with the job, as ``manage.py jobs show --json`` reads them."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from tests.e2e.conftest import Backend
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_worker_keeps_each_attempt_with_its_name_and_the_handlers_log(
+    sqlite_backend: Backend,
+) -> None:
+    backend = sqlite_backend
+    (job_id,) = backend.enqueue("e2e.timeline")
+    worker = backend.spawn()
+    backend.wait_state([job_id], "completed")
+    shown = json.loads(backend.manage("jobs", "show", str(job_id), "--json"))
+    worker.signal()
+    assert worker.wait(timeout=10) == 0
+    attempts = shown["attempts"]
+    assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "failed"), (2, "completed")]
+    for entry in attempts:
+        assert entry["worker"].startswith(f"{socket.gethostname()}:{worker.pid}"), entry
+        assert entry["started_at"] <= entry["finished_at"]
+    assert [(line["attempt"], line["level"], line["message"]) for line in shown["logs"]] == [
+        (1, "INFO", "attempt 1 starts"),
+        (2, "INFO", "attempt 2 starts"),
+        (2, "WARNING", "attempt 2 done"),
+    ]
+    assert {k: shown["progress"][k] for k in ("done", "total", "message")} == {
+        "done": 2,
+        "total": 2,
+        "message": "attempt 2",
+    }

@@ -1,0 +1,46 @@
+"""A kind whose handler reports progress and logs, failing its first attempt, for the timeline
+tests (imported at the end of `tests.sampleapp.jobs`, so `runjobs` processes have it too)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from anole_jobs import Job, jobs, kind
+
+log = logging.getLogger("tests.timeline_jobs")
+
+
+@kind("e2e.timeline", attempts=3)
+@dataclass
+class Timeline:
+    fail_first: bool = True
+
+
+@jobs.handler(Timeline)
+def timeline(job: Job, args: Timeline) -> None:
+    log.info("attempt %d starts", job.attempt)
+    job.progress(job.attempt, 2, f"attempt {job.attempt}")
+    if args.fail_first and job.attempt == 1:
+        job.retry_in(0)
+    log.warning("attempt %d done", job.attempt)
+
+
+@kind("test.timeline_async", attempts=2)
+@dataclass
+class AsyncTimeline:
+    reports: int = 3
+
+
+@jobs.handler(AsyncTimeline)
+async def async_timeline(job: Job, args: AsyncTimeline) -> None:
+    import asyncio
+
+    async def child() -> None:
+        log.warning("from a task the handler started")
+
+    log.info("async attempt %d", job.attempt)
+    for done in range(1, args.reports + 1):
+        job.progress(done, args.reports)
+        await asyncio.sleep(0)
+    await asyncio.gather(asyncio.create_task(child()))
