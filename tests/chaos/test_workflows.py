@@ -21,6 +21,10 @@ pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
 #: How long each step's handler waits: long enough that the kill lands with steps in flight.
 STEP_SECONDS = "0.3"
+#: The one dependency of the first join that runs longer. With every step at 0.3 s the fan-in
+#: (some dependencies returned, another still running) lasted about one step, shorter than a
+#: poll of the run log, and a run could miss it; this step keeps it open for seconds.
+HELD_STEP, HELD_SECONDS = "a11", "3"
 
 
 def in_flight(log: list[dict[str, Any]], names: set[str]) -> dict[int, set[str]]:
@@ -46,7 +50,9 @@ def test_kill_during_fan_in_leaves_no_step_pending_and_none_run_twice_without_a_
     first, second = cluster.start(2)
     for worker in (first, second):
         worker.wait_ready()
-    created = json.loads(manage(cluster.env, "chaos_workflow", STEP_SECONDS))
+    created = json.loads(
+        manage(cluster.env, "chaos_workflow", STEP_SECONDS, "--hold", f"{HELD_STEP}={HELD_SECONDS}")
+    )
     steps: dict[str, int] = created["jobs"]
     after: dict[str, list[str]] = created["after"]
     assert len(steps) == 50

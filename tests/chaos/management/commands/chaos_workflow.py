@@ -1,5 +1,6 @@
-"""`manage.py chaos_workflow SECONDS`: enqueue the chaos scenarios' 50-step diamond-heavy
-workflow of `chaos.step` jobs (each waits SECONDS) and print ``{"id": workflow id, "jobs":
+"""`manage.py chaos_workflow SECONDS [--hold STEP=SECONDS ...]`: enqueue the chaos scenarios'
+50-step diamond-heavy workflow of `chaos.step` jobs (each waits SECONDS, or the seconds a
+``--hold`` gives that step) and print ``{"id": workflow id, "jobs":
 {step name: job id}, "after": {step name: [its dependencies]}}`` as JSON (tests only).
 
 The shape, layer by layer: a root; 12 steps after it; a join after all 12; 12 steps after
@@ -19,13 +20,16 @@ from anole_jobs import Workflow, jobs
 from tests.chaos.jobs import ChaosStep
 
 
-def build(seconds: float) -> tuple[Workflow, dict[str, list[str]]]:
+def build(
+    seconds: float, hold: dict[str, float] | None = None
+) -> tuple[Workflow, dict[str, list[str]]]:
     wf = Workflow("chaos diamonds")
     after: dict[str, list[str]] = {}
+    hold = hold or {}
 
     def add(name: str, deps: list[str]) -> str:
         after[name] = deps
-        return wf.add(ChaosStep(seconds=seconds), name=name, after=deps)
+        return wf.add(ChaosStep(seconds=hold.get(name, seconds)), name=name, after=deps)
 
     root = add("root", [])
     fan1 = [add(f"a{i}", [root]) for i in range(12)]
@@ -44,9 +48,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("seconds", type=float)
+        parser.add_argument(
+            "--hold",
+            action="append",
+            default=[],
+            metavar="STEP=SECONDS",
+            help="let this step wait longer than the others (repeatable)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        wf, after = build(options["seconds"])
+        hold = {}
+        for given in options["hold"]:
+            name, _, seconds = given.partition("=")
+            hold[name] = float(seconds)
+        wf, after = build(options["seconds"], hold)
         created = jobs.enqueue_workflow(wf)
         printed = {"id": created.id, "jobs": dict(created.jobs), "after": after}
         self.stdout.write(json.dumps(printed))
