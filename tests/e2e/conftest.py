@@ -517,6 +517,17 @@ def pg_backend(request: Any, tmp_path: Path) -> Iterator[Backend]:
     yield from _backend(request, "postgres", tmp_path)
 
 
+def wal_file(path: Path) -> None:
+    """Create the SQLite file Django's default database names, in WAL mode, as `migrate`
+    would leave it. The other stores never migrate it, and the settings' init_command switches
+    each new connection to WAL: two processes starting at once on a file not in WAL yet both
+    try the switch, and SQLite fails the loser at once ("database is locked") instead of
+    waiting out its busy timeout. WAL is kept in the file, so on a file already in WAL the
+    pragma changes nothing and takes no lock."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
+
+
 def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
     (tmp_path / "markers").mkdir()
     sqlite_path = tmp_path / "jobs.sqlite3"
@@ -524,6 +535,8 @@ def _backend(request: Any, name: str, tmp_path: Path) -> Iterator[Backend]:
     pg = None
     prefix = None
     redis_store = None
+    if name != "sqlite":
+        wal_file(sqlite_path)  # the default database of the other stores' processes
     if name == "sqlite":
         shutil.copyfile(request.getfixturevalue("sqlite_template"), sqlite_path)
         reader = sqlite_reader(sqlite_path)
