@@ -110,6 +110,14 @@ def open_sealed(value: Mapping[str, Any], keys: Sequence[str]) -> Any:
 
 
 def reseal(value: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    """`value` sealed again with the newest of `keys` (`MultiFernet.rotate`)."""
-    token = _fernet(tuple(keys)).rotate(str(value[TOKEN]).encode("ascii")).decode("ascii")
-    return {MARK: True, TOKEN: token}
+    """`value` sealed again with the newest of `keys` (`MultiFernet.rotate`);
+    `EncryptionError` when no key opens it."""
+    from cryptography.fernet import InvalidToken
+
+    try:
+        token = _fernet(tuple(keys)).rotate(str(value[TOKEN]).encode("ascii"))
+    except InvalidToken:
+        raise EncryptionError(
+            "none of ENCRYPTION_KEYS opens this value (was its key removed?)"
+        ) from None
+    return {MARK: True, TOKEN: token.decode("ascii")}

@@ -727,11 +727,17 @@ class JobService:
         return replace(record, args=args, result=result, steps=steps, encrypted=True)
 
     def reencrypt(self) -> int:
-        """Seal every stored sealed args and result again with the newest key; how many jobs
-        it rewrote. Pages through every job (an operator's command)."""
+        """Seal every stored sealed args, result and durable step result again with the
+        newest key; how many jobs it rewrote. Pages through every job (an operator's command).
+        """
         keys = self.settings.encryption_keys
         if not keys:
             raise InvalidJob("jobs reencrypt needs ANOLE_JOBS['ENCRYPTION_KEYS']")
+
+        def resealed_step(text: str) -> str:
+            value = json.loads(text)
+            return compact(encryption.reseal(value, keys)) if encryption.is_sealed(value) else text
+
         done = 0
         after: int | None = None
         while True:
@@ -741,20 +747,30 @@ class JobService:
             for record in page:
                 args = record.args if encryption.is_sealed(record.args) else None
                 result = record.result if encryption.is_sealed(record.result) else None
-                if args is None and result is None:
+                steps = any(
+                    isinstance(step.get("result"), Mapping) and encryption.is_sealed(step["result"])
+                    for step in record.steps.values()
+                )
+                if args is None and result is None and not steps:
                     continue
                 try:
                     new_args = None if args is None else encryption.reseal(args, keys)
                     new_result = None if result is None else encryption.reseal(result, keys)
-                except Exception as exc:  # noqa: BLE001 - InvalidToken: a key was removed
+                    rewritten = False
+                    if new_args is not None or new_result is not None:
+                        rewritten = self.store.rewrite_payload(
+                            record.id,
+                            args=new_args,
+                            result=None if new_result is None else compact(new_result),
+                        )
+                    if steps:
+                        rewritten = self.store.rewrite_steps(record.id, resealed_step) or rewritten
+                except encryption.EncryptionError:  # its key was removed from the list
                     raise InvalidJob(
-                        f"job {record.id}: none of ENCRYPTION_KEYS opens it ({type(exc).__name__})"
+                        f"job {record.id}: none of ENCRYPTION_KEYS opens it (was its key"
+                        " removed before `jobs reencrypt` ran?)"
                     ) from None
-                done += self.store.rewrite_payload(
-                    record.id,
-                    args=new_args,
-                    result=None if new_result is None else compact(new_result),
-                )
+                done += rewritten
             after = page[-1].id
 
     def list(

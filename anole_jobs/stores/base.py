@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -723,6 +723,13 @@ class Store(ABC):
     ) -> bool:
         """Replace the stored args (a JSON object) and/or result (JSON text) of job `job_id`
         whatever its state, the others left as they are (None: unchanged); False if there is
+        no such job. For `jobs reencrypt` (docs/encryption.md)."""
+
+    @abstractmethod
+    def rewrite_steps(self, job_id: int, rewrite: Callable[[str], str]) -> bool:
+        """Replace the value (JSON text) of each durable step of job `job_id` with `rewrite`
+        of it, whatever the job's state, in one atomic write: a step the job's run records
+        meanwhile is kept, and an exception from `rewrite` writes nothing. False if there is
         no such job. For `jobs reencrypt` (docs/encryption.md)."""
 
     @abstractmethod

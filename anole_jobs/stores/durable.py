@@ -16,7 +16,7 @@ store layer.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -92,6 +92,29 @@ def steps_of(stored: Any) -> tuple[StepEntry, ...]:
                 continue
             entries.append(StepEntry(name=item[0], value=item[1], at=at))
     return tuple(entries)
+
+
+def rewritten_steps(stored: Any, rewrite: Callable[[str], str]) -> list[Any] | None:
+    """The steps array as stored (text or decoded) with each step's value replaced by
+    `rewrite` of its compact JSON text, or None when `rewrite` changed none (or nothing that
+    reads as steps is stored). For `Store.rewrite_steps`."""
+    if isinstance(stored, (str, bytes)):
+        try:
+            stored = json.loads(stored)
+        except ValueError:
+            return None
+    if not isinstance(stored, list):
+        return None
+    changed = False
+    steps: list[Any] = []
+    for item in stored:
+        if isinstance(item, list) and len(item) == 3:
+            text = json.dumps(item[1], separators=(",", ":"))
+            new = rewrite(text)
+            if new != text:
+                item, changed = [item[0], json.loads(new), item[2]], True
+        steps.append(item)
+    return steps if changed else None
 
 
 def record_steps(entries: Sequence[StepEntry]) -> dict[str, dict[str, Any]]:

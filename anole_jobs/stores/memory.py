@@ -673,6 +673,17 @@ class MemoryStore(MemoryAudit, MemoryWorkers, Store):
                 row.result = result
             return True
 
+    def rewrite_steps(self, job_id: int, rewrite: Callable[[str], str]) -> bool:
+        with self._lock:
+            row = self._rows.get(job_id)
+            if row is None:
+                return False
+            if row.durable is not None:
+                # All computed before any is replaced: an exception leaves every step as it was.
+                steps = [(name, rewrite(value), at) for name, value, at in row.durable.steps]
+                row.durable.steps = steps
+            return True
+
     def live_versions(self) -> dict[tuple[str, int], int]:
         found: dict[tuple[str, int], int] = {}
         with self._lock:

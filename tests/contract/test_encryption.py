@@ -137,3 +137,45 @@ def test_the_sealed_form(env, Secret):
     stored = env.store.get(job_id).args
     assert encryption.is_sealed(stored)
     assert json.loads(json.dumps(stored))["encrypted"] is True
+
+
+def test_reencrypt_seals_durable_step_results_again(env, Secret, monkeypatch):
+    """A step recorded under the old key is sealed with the newest by `reencrypt`, so the job
+    still replays it after the old key is removed."""
+    from dataclasses import replace
+
+    env.configure(ENCRYPTION_KEYS=[NEW_KEY, OLD_KEY])
+    service = env.jobs.service
+    rotated = service.settings
+    # The first attempt runs in a process that knows only the old key.
+    monkeypatch.setattr(service, "settings", replace(rotated, encryption_keys=(OLD_KEY,)))
+    job_id = env.jobs.enqueue(Secret(ssn=PLAIN, note="steps")).id
+    assert env.jobs.step().outcomes() == {job_id: "retried"}
+    step = env.store.get(job_id).steps["lookup"]["result"]
+    with pytest.raises(encryption.EncryptionError):
+        encryption.open_sealed(step, [NEW_KEY])
+
+    monkeypatch.setattr(service, "settings", rotated)
+    out = io.StringIO()
+    call_command("jobs", "reencrypt", stdout=out)
+    assert "sealed 1 job again" in out.getvalue()
+    record = env.store.get(job_id)
+    assert encryption.open_sealed(record.steps["lookup"]["result"], [NEW_KEY]) == {"ssn": PLAIN}
+    assert encryption.open_sealed(record.args, [NEW_KEY])["ssn"] == PLAIN
+    assert PLAIN not in raw_payloads(env, job_id)
+
+    # The old key is removed: the second attempt reads the step back and completes.
+    monkeypatch.setattr(service, "settings", replace(rotated, encryption_keys=(NEW_KEY,)))
+    env.clock.advance(3600)
+    assert env.jobs.step().outcomes() == {job_id: "completed"}
+    assert env.jobs.result(job_id) == {"echo": PLAIN, "replayed": True}
+
+
+def test_reencrypt_after_the_old_key_was_removed_names_the_job_and_writes_nothing(env, Secret):
+    env.configure(ENCRYPTION_KEYS=[NEW_KEY])
+    lost = old_sealed(env, {"ssn": PLAIN, "note": ""})
+    before = env.store.get(lost).args
+    out = io.StringIO()
+    with pytest.raises(Exception, match=f"job {lost}: none of ENCRYPTION_KEYS opens it"):
+        call_command("jobs", "reencrypt", stdout=out)
+    assert env.store.get(lost).args == before

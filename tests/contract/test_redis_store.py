@@ -651,3 +651,26 @@ def test_lead_uses_set_px_and_the_clock_given(store: RedisStore) -> None:
     assert not store.lead(instance="b", now=T0 + LEASE, ttl=LEASE)
     store.resign(instance="a")
     assert store.lead(instance="b", now=T0 + LEASE, ttl=LEASE)
+
+
+def test_rewrite_steps_keeps_a_step_the_run_records_meanwhile(store: RedisStore) -> None:
+    """The store reads a job's steps, rewrites them in this process (`jobs reencrypt` holds
+    the keys) and writes them only if they are still those read: a step the job's run records
+    in between makes it read again, and that step is kept."""
+    now = T0
+    (job,) = store.insert([new_job()])
+    (taken,) = claim(store)
+    assert store.record_step(taken.run, name="a", value='"old"', at=now)
+    reads: list[str] = []
+
+    def rewrite(text: str) -> str:
+        reads.append(text)
+        if len(reads) == 1:  # the run records a step while the rewrite works
+            assert store.record_step(taken.run, name="b", value='"old"', at=now)
+        return '"new"'
+
+    assert store.rewrite_steps(job.id, rewrite)
+    state = store.durable_state(job.id)
+    assert state is not None
+    assert [(e.name, e.value) for e in state.steps] == [("a", "new"), ("b", "new")]
+    assert len(reads) == 3  # "a" once, then "a" and "b" after the retry

@@ -14,13 +14,20 @@ signals and the signal a job is parked for, in four nullable columns of the job 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from anole_jobs.core import FINAL_STATES
 from anole_jobs.stores.base import RunRef
-from anole_jobs.stores.durable import DurableState, iso, parse_iso, step_entry_json, steps_of
+from anole_jobs.stores.durable import (
+    DurableState,
+    iso,
+    parse_iso,
+    rewritten_steps,
+    step_entry_json,
+    steps_of,
+)
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -35,7 +42,8 @@ def _json(value: Any) -> Any:
 
 
 class SQLDurable:
-    """`Store.durable_state`, `record_step`, `await_signal`, `signal` and `wake_signalled`."""
+    """`Store.durable_state`, `record_step`, `rewrite_steps`, `await_signal`, `signal` and
+    `wake_signalled`."""
 
     if TYPE_CHECKING:  # what it uses of `SQLStore`
         job_table: str
@@ -85,6 +93,23 @@ class SQLDurable:
                 [step_entry_json(name, value, at), run.id, run.attempt, run.token],
             )
             return cursor.rowcount > 0
+
+    def rewrite_steps(self, job_id: int, rewrite: Callable[[str], str]) -> bool:
+        # Read and write in one transaction with the row locked (SQLite: the write lock), so
+        # a step the job's run appends meanwhile waits and is kept.
+        table = self.job_table
+        with self.write_lock(), self.cursor() as cursor:
+            cursor.execute(f"SELECT steps FROM {table} WHERE id = %s{self._lock()}", [job_id])
+            row = cursor.fetchone()
+            if row is None:
+                return False
+            steps = rewritten_steps(row[0], rewrite)
+            if steps is not None:
+                cursor.execute(
+                    f"UPDATE {table} SET steps = {self.json_parameter} WHERE id = %s",
+                    [json.dumps(steps), job_id],
+                )
+            return True
 
     def _lock(self) -> str:
         return " FOR UPDATE" if self.vendor == "postgresql" else ""

@@ -23,7 +23,7 @@ import contextlib
 import contextvars
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 from urllib.parse import urlparse
@@ -69,6 +69,7 @@ BY_ID = frozenset(
         "record_progress",
         "sequence_holder",
         "rewrite_payload",
+        "rewrite_steps",
     }
 )
 #: Scripts that touch only keys of the global hash tag.
@@ -376,6 +377,12 @@ class RedisClusterStore(RedisStore):
             return None
         with self._at(self.base_keys.for_job(job_id)):
             return super().durable_state(job_id)
+
+    def rewrite_steps(self, job_id: int, rewrite: Callable[[str], str]) -> bool:
+        if job_id < 1:
+            return False
+        with self._at(self.base_keys.for_job(job_id)):  # its read and its script: one slot
+            return super().rewrite_steps(job_id, rewrite)
 
     def list(self, filter: ListFilter) -> builtins.list[JobRecord]:
         if filter.queue:

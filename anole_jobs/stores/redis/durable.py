@@ -16,12 +16,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from anole_jobs.stores.base import RunRef
-from anole_jobs.stores.durable import DurableState, step_entry_json, steps_of
+from anole_jobs.stores.durable import DurableState, rewritten_steps, step_entry_json, steps_of
 from anole_jobs.stores.redis.keys import parse_time_key, time_key
 from anole_jobs.stores.redis.records import as_text
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection
 
     from anole_jobs.stores.redis.keys import Keys
 
@@ -33,7 +33,8 @@ def _ascii(text: str) -> str:
 
 
 class RedisDurable:
-    """`Store.durable_state`, `record_step`, `await_signal`, `signal` and `wake_signalled`."""
+    """`Store.durable_state`, `record_step`, `rewrite_steps`, `await_signal`, `signal` and
+    `wake_signalled`."""
 
     if TYPE_CHECKING:  # what it uses of `RedisStore`
         keys: Keys
@@ -65,6 +66,18 @@ class RedisDurable:
     def record_step(self, run: RunRef, *, name: str, value: str, at: datetime) -> bool:
         entry = _ascii(step_entry_json(name, value, at))
         return self._run("record_step", run.id, run.attempt, run.token, entry) == 1
+
+    def rewrite_steps(self, job_id: int, rewrite: Callable[[str], str]) -> bool:
+        # Read, rewrite here (the keys are this process's), then write only if no step was
+        # recorded in between; a step recorded meanwhile means reading again.
+        while True:
+            read = self._read("hget", self.keys.job(job_id), "steps")
+            stored = "" if read is None else as_text(read)
+            steps = rewritten_steps(stored, rewrite) if stored else None
+            new = stored if steps is None else json.dumps(steps, separators=(",", ":"))
+            written = int(self._run("rewrite_steps", job_id, stored, new))
+            if written != 0:
+                return written == 1
 
     def await_signal(self, run: RunRef, *, name: str | None, deadline: datetime | None) -> bool:
         return (

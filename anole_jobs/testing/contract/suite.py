@@ -19,6 +19,7 @@ database (mark the class with ``pytest.mark.django_db(transaction=True)``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -583,6 +584,42 @@ class StoreContract:
         later = now + timedelta(hours=2)
         assert [r.id for r in store.expired(now=later, horizons=horizons)] == [job.id]
         assert store.prune(now=later, horizons=horizons) == 1
+
+    def test_rewrite_steps(self, store: Store, clock: FakeClock) -> None:
+        now = clock()
+        plain, stepped = store.insert([new_job(at=now), new_job(at=now)])
+        taken = {c.record.id: c for c in claim(store, now, limit=2)}
+        run = taken[stepped.id].run
+        assert store.record_step(run, name="a", value='{"v":1}', at=now)
+        assert store.record_step(run, name="b", value='"kept"', at=now)
+
+        def bump(text: str) -> str:
+            value = json.loads(text)
+            return json.dumps({"v": value["v"] + 1}) if isinstance(value, dict) else text
+
+        assert store.rewrite_steps(stepped.id, bump)
+        state = store.durable_state(stepped.id)
+        assert state is not None
+        assert [(e.name, e.value, e.at) for e in state.steps] == [
+            ("a", {"v": 2}, now),
+            ("b", "kept", now),
+        ]
+        assert store.rewrite_steps(plain.id, bump)  # no steps: nothing to rewrite
+        assert not store.rewrite_steps(stepped.id + 1000, bump)
+
+        def refuse(text: str) -> str:
+            if json.loads(text) == "kept":
+                raise ValueError("no key opens it")
+            return bump(text)
+
+        with pytest.raises(ValueError):
+            store.rewrite_steps(stepped.id, refuse)
+        # Nothing was written: the step rewritten before the refusal keeps its value.
+        assert [e.value for e in store.durable_state(stepped.id).steps] == [{"v": 2}, "kept"]  # type: ignore[union-attr]
+        # Rewritten whatever the job's state, and the run's fence is not needed.
+        store.finish([Finish(run=run, state="completed", at=now, result="null")])
+        assert store.rewrite_steps(stepped.id, bump)
+        assert store.get(stepped.id).steps["a"]["result"] == {"v": 3}  # type: ignore[union-attr]
 
     # -- the state machines ----------------------------------------------------------------
     def test_the_store_behaves_like_the_memory_store(self, store: Store, clock: FakeClock) -> None:
