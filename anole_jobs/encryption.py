@@ -96,28 +96,26 @@ def seal(value: Any, keys: Sequence[str]) -> dict[str, Any]:
     return seal_text(compact(value), keys)
 
 
-def open_sealed(value: Mapping[str, Any], keys: Sequence[str]) -> Any:
-    """The JSON value `value` seals; `EncryptionError` when no key opens it."""
+def _with_keys(value: Mapping[str, Any], keys: Sequence[str], action: str) -> bytes:
+    """`MultiFernet.<action>` (decrypt or rotate) of the token of `value`;
+    `EncryptionError` when no key opens it."""
     from cryptography.fernet import InvalidToken
 
     try:
-        text = _fernet(tuple(keys)).decrypt(str(value[TOKEN]).encode("ascii"))
+        out: bytes = getattr(_fernet(tuple(keys)), action)(str(value[TOKEN]).encode("ascii"))
     except InvalidToken:
         raise EncryptionError(
             "none of ENCRYPTION_KEYS opens this value (was its key removed?)"
         ) from None
-    return json.loads(text)
+    return out
+
+
+def open_sealed(value: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    """The JSON value `value` seals; `EncryptionError` when no key opens it."""
+    return json.loads(_with_keys(value, keys, "decrypt"))
 
 
 def reseal(value: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     """`value` sealed again with the newest of `keys` (`MultiFernet.rotate`);
     `EncryptionError` when no key opens it."""
-    from cryptography.fernet import InvalidToken
-
-    try:
-        token = _fernet(tuple(keys)).rotate(str(value[TOKEN]).encode("ascii"))
-    except InvalidToken:
-        raise EncryptionError(
-            "none of ENCRYPTION_KEYS opens this value (was its key removed?)"
-        ) from None
-    return {MARK: True, TOKEN: token.decode("ascii")}
+    return {MARK: True, TOKEN: _with_keys(value, keys, "rotate").decode("ascii")}
