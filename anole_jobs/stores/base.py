@@ -404,6 +404,13 @@ class Store(ABC):
         `job.progress` calls it at most about once a second; its last call rides on the
         run's `Finish` instead."""
 
+    @abstractmethod
+    def record_logs(self, run: RunRef, logs: str, keep: int) -> bool:
+        """Append `logs` (a JSON array of job's-log lines, oldest first) to the job's log,
+        which then keeps its newest `keep` lines, fenced like `finish`; returns whether it was
+        written. The runtime stores a running attempt's lines with it about once a second; the
+        run's `Finish` carries the lines not stored yet (`logs`, `logs_kept`) the same way."""
+
     # -- maintenance -----------------------------------------------------------------------
     @abstractmethod
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:

@@ -553,6 +553,14 @@ class MemoryStore(MemoryAudit, MemoryWorkers, Store):
             row.progress = timeline_json(progress)
             return True
 
+    def record_logs(self, run: RunRef, logs: str, keep: int) -> bool:
+        with self._lock:
+            row = self._rows.get(run.id)
+            if row is None or not row.fenced(run):
+                return False
+            row.logs = [*row.logs, *timeline_json(logs)][-keep:]
+            return True
+
     def update_meta(self, run: RunRef, meta: Mapping[str, Any]) -> bool:
         with self._lock:
             row = self._rows.get(run.id)

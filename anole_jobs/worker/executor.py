@@ -242,6 +242,21 @@ class Executor:
         self.rand = rand
         self.reporting = reporting.ErrorReporting(service.settings.error_reporter)
         self.log_lines = service.settings.job_log_lines
+        # The log captures of the running attempts that logged, for the runtime's
+        # `LogFlusher` (a worker's, not the manual stepper's: its attempts store their lines
+        # at their end).
+        self.live_logs = joblog.LiveCaptures()
+
+    def _begin_log(self, claimed: ClaimedJob) -> joblog.Capture | None:
+        log = joblog.begin(self.log_lines, claimed.run.attempt, self.service.clock)
+        if log is not None and not self.manual:
+            log.live, log.run = self.live_logs, claimed.run  # joins at its first line
+        return log
+
+    def _end_log(self, claimed: ClaimedJob, log: joblog.Capture | None) -> None:
+        joblog.end(log)
+        if log is not None and log.lines is not None and log.live is not None:
+            log.live.remove(claimed.run)
 
     def start_span(self, claimed: ClaimedJob) -> tracing.RunSpan:
         record = claimed.record
@@ -269,7 +284,7 @@ class Executor:
         error: BaseException | None = None
         value: Any = None
         # The job's log: what any logger emits in this thread (and the handler's tasks).
-        log = control.log = joblog.begin(self.log_lines, claimed.run.attempt, self.service.clock)
+        log = control.log = self._begin_log(claimed)
         try:
             with span.activate():
                 if upcast_error is not None:
@@ -281,7 +296,7 @@ class Executor:
             # reach only the main thread; `jobs.step()` tells a real Ctrl-C apart itself.)
             error = exc
         finally:
-            joblog.end(log)
+            self._end_log(claimed, log)
         return self._conclude(prepared, scope, error, value, count_drains=True)
 
     async def arun(
@@ -299,7 +314,7 @@ class Executor:
         value: Any = None
         # The job's log: this task's records (and its own tasks'), kept apart from the other
         # jobs on the loop by the task's context.
-        log = control.log = joblog.begin(self.log_lines, claimed.run.attempt, self.service.clock)
+        log = control.log = self._begin_log(claimed)
         try:
             with span.activate():
                 if upcast_error is not None:
@@ -308,7 +323,7 @@ class Executor:
         except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
             error = exc
         finally:
-            joblog.end(log)
+            self._end_log(claimed, log)
         attempt = self._conclude(prepared, scope, error, value, count_drains=False)
         if attempt.outcome == "interrupted" or (
             attempt.finish is not None and drained.KEY in control.meta

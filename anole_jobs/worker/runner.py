@@ -51,6 +51,7 @@ from anole_jobs.worker.completer import Completer, QueueCompleters
 from anole_jobs.worker.control import ControlWatch
 from anole_jobs.worker.executor import Executor
 from anole_jobs.worker.heartbeat import Heartbeat, heartbeat_interval
+from anole_jobs.worker.logflush import LogFlusher
 from anole_jobs.worker.outcomes import Attempt, Outcomes, give_back
 from anole_jobs.worker.presence import Presence, host_label
 from anole_jobs.worker.queue import QueueWorker
@@ -114,6 +115,8 @@ class Runtime:
             interval=heartbeat_interval(service),
         )
         self.heartbeat = Heartbeat(service, self.runs, self.presence)
+        # The running attempts' log lines, stored about once a second (worker/logflush.py).
+        self.log_flusher = LogFlusher(service, self.executor)
         # An operator's quiet or stop request, read about twice a second (worker/control.py).
         self.control = ControlWatch(service, self.instance, on_quiet=self.stop_claiming)
         self.maintenance = MaintenanceLoop(service, instance=self.instance, queues=names)
@@ -141,6 +144,7 @@ class Runtime:
             self.started = True
         self.completer.start()
         self.heartbeat.start()
+        self.log_flusher.start()
         self.maintenance.start()
         for worker in self.workers:
             worker.start()
@@ -216,9 +220,11 @@ class Runtime:
             thread.join(timeout=left())
         self.control.request_stop()
         self.heartbeat.request_stop()
+        self.log_flusher.request_stop()
         self.maintenance.request_stop()
         self.completer.stop(timeout=left())
         self.heartbeat.join(timeout=min(5.0, left()))
+        self.log_flusher.join(timeout=min(2.0, left()))
         # Gone from the workers' list at once (a killed process's record expires instead).
         self.presence.remove(timeout=min(2.0, left()))
         self.maintenance.join(timeout=min(10.0, left()))

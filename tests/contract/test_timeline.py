@@ -306,6 +306,47 @@ def test_a_finish_keeps_the_newest_logs_kept_lines(env):
     assert [a["outcome"] for a in record.attempts] == ["failed", "completed"]
 
 
+def test_record_logs_appends_a_running_attempts_lines_keeps_the_newest_and_is_fenced(env):
+    job = env.jobs.enqueue(Work())
+    now = env.clock()
+
+    def lines(*messages):
+        return timeline.encode(
+            [
+                {"attempt": 1, "at": now.isoformat(), "level": "INFO", "logger": "x", "message": m}
+                for m in messages
+            ]
+        )
+
+    (claimed,) = claim(env.store, now)
+    assert env.store.record_logs(claimed.run, lines("a", "b"), 3) is True
+    assert [line["message"] for line in env.jobs.get(job.id).logs] == ["a", "b"]
+    assert env.store.record_logs(claimed.run, lines("c", "d"), 3) is True
+    assert [line["message"] for line in env.jobs.get(job.id).logs] == ["b", "c", "d"]
+    # The attempt's end carries the lines not stored yet, appended after those.
+    done = Finish(
+        run=claimed.run,
+        state="completed",
+        at=now,
+        outcome="completed",
+        logs=lines("e"),
+        logs_kept=3,
+    )
+    assert env.store.finish([done]) == [True]
+    record = env.jobs.get(job.id)
+    assert [line["message"] for line in record.logs] == ["c", "d", "e"]
+    assert record.logs[0] == {
+        "attempt": 1,
+        "at": now,
+        "level": "INFO",
+        "logger": "x",
+        "message": "c",
+    }
+    # The run is over: nothing more is written for it.
+    assert env.store.record_logs(claimed.run, lines("late"), 3) is False
+    assert [line["message"] for line in env.jobs.get(job.id).logs] == ["c", "d", "e"]
+
+
 def test_retry_keeps_the_timeline(env):
     job = env.jobs.enqueue(Work(action="discard"))
     env.jobs.step()

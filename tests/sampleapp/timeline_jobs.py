@@ -4,7 +4,9 @@ tests (imported at the end of `tests.sampleapp.jobs`, so `runjobs` processes hav
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
+from datetime import timedelta
 
 from anole_jobs import Job, jobs, kind
 
@@ -44,3 +46,39 @@ async def async_timeline(job: Job, args: AsyncTimeline) -> None:
         job.progress(done, args.reports)
         await asyncio.sleep(0)
     await asyncio.gather(asyncio.create_task(child()))
+
+
+#: Set by a test to let `LiveLog` and `AsyncLiveLog` handlers log their last line and return.
+LIVE_GATE = threading.Event()
+
+
+@kind("test.timeline_live", attempts=1)
+@dataclass
+class LiveLog:
+    """Logs a line, then runs until `LIVE_GATE` is set (or the run is cancelled)."""
+
+    name: str = "live"
+
+
+@jobs.handler(LiveLog)
+def live_log(job: Job, args: LiveLog) -> None:
+    log.info("%s: before the gate", args.name)
+    while not LIVE_GATE.is_set():
+        job.sleep(timedelta(seconds=0.02))  # cancel-aware
+    log.info("%s: after the gate", args.name)
+
+
+@kind("test.timeline_live_async", attempts=1)
+@dataclass
+class AsyncLiveLog:
+    name: str = "live"
+
+
+@jobs.handler(AsyncLiveLog)
+async def async_live_log(job: Job, args: AsyncLiveLog) -> None:
+    import asyncio
+
+    log.info("%s: before the gate", args.name)
+    while not LIVE_GATE.is_set():
+        await asyncio.sleep(0.02)  # a cancel raises CancelledError here
+    log.info("%s: after the gate", args.name)

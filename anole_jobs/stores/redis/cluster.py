@@ -67,6 +67,7 @@ BY_ID = frozenset(
         "wake_signalled",
         "rename_kind",
         "record_progress",
+        "record_logs",
         "sequence_holder",
         "rewrite_payload",
         "rewrite_steps",

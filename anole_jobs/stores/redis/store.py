@@ -630,6 +630,9 @@ class RedisStore(RedisDurable, RedisLimits, RedisWorkers, Store):
     def record_progress(self, run: RunRef, progress: str) -> bool:
         return self._run("record_progress", run.id, run.attempt, run.token, progress) == 1
 
+    def record_logs(self, run: RunRef, logs: str, keep: int) -> bool:
+        return self._run("record_logs", run.id, run.attempt, run.token, logs, keep) == 1
+
     # -- maintenance -----------------------------------------------------------------------
     def stage(self, *, now: datetime, limit: int = 10_000) -> int:
         return self._chunked(limit, lambda chunk: int(self._run("stage", time_key(now), chunk)))
