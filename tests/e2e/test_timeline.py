@@ -1,6 +1,7 @@
 """The job's timeline through a real `runjobs` process: each attempt keeps the worker that
 ran it (its host and process id), its start, end and outcome, and the handler's log lines and
-last progress report are stored with the job, as ``manage.py jobs show --json`` reads them."""
+last progress report are stored with the job, as ``manage.py jobs show --json`` reads them;
+a long attempt's log lines show there while it runs, and stay when its worker is killed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import socket
 
 import pytest
 
-from tests.e2e.conftest import Backend
+from tests.e2e.conftest import BACKENDS, Backend, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -39,3 +40,27 @@ def test_a_worker_keeps_each_attempt_with_its_name_and_the_handlers_log(
         "total": 2,
         "message": "attempt 2",
     }
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_a_running_jobs_log_shows_while_it_runs_and_stays_when_its_worker_is_killed(
+    backend: Backend,
+) -> None:
+    (job_id,) = backend.enqueue(
+        "asyncrt.hold", marker=str(backend.markers), seconds=60, say="waiting for the upstream"
+    )
+    worker = backend.spawn()
+    backend.wait_markers(1, "started", job_id=job_id)
+
+    def shown_with_logs() -> dict | None:
+        shown = json.loads(backend.manage("jobs", "show", str(job_id), "--json"))
+        return shown if shown["logs"] else None
+
+    shown = wait_until(shown_with_logs, "the running job's log line in jobs show", 30)
+    assert shown["state"] == "running"
+    assert [line["message"] for line in shown["logs"]] == ["waiting for the upstream"]
+    worker.kill()  # SIGKILL: the attempt never writes its end
+    shown = json.loads(backend.manage("jobs", "show", str(job_id), "--json"))
+    assert [(line["attempt"], line["message"]) for line in shown["logs"]] == [
+        (1, "waiting for the upstream")
+    ]

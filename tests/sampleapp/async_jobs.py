@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import os
 import threading
 import time
@@ -105,13 +106,14 @@ async def async_nap(job: Job, args: AsyncNap) -> dict[str, Any]:
 @kind("asyncrt.hold", attempts=1)
 @dataclass
 class AsyncHold:
-    """Notes ``<name>.started``, waits for `RELEASE` (checked between short awaits), notes
-    ``<name>.canceled`` with the `CancelledError`'s type if its task is cancelled, and lets
-    the cancel go up."""
+    """Notes ``<name>.started`` (and logs `say` at INFO, if given), waits for `RELEASE`
+    (checked between short awaits), notes ``<name>.canceled`` with the `CancelledError`'s
+    type if its task is cancelled, and lets the cancel go up."""
 
     name: str = ""
     marker: str = ""
     seconds: float = 30.0
+    say: str = ""
 
 
 @jobs.handler(AsyncHold)
@@ -119,6 +121,8 @@ async def async_hold(job: Job, args: AsyncHold) -> str:
     name = args.name or str(job.id)
     BOARD.enter()
     BOARD.note(f"{name}.started")
+    if args.say:
+        logging.getLogger("tests.asyncrt").info(args.say)
     _touch(args.marker, job, "started")
     try:
         end = time.monotonic() + args.seconds
