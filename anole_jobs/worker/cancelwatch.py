@@ -12,6 +12,10 @@ the watch looks sooner:
 - the others (SQLite, PostgreSQL with NOTIFY off) are asked every `POLL_SECONDS` about the
   async runs in flight, one store call for all of them.
 
+With push the watch still asks about all its runs when it starts and every
+`PUSH_POLL_SECONDS` after: a wake-up sent before its subscription (or its store's listener)
+was in place, or lost while a listener reconnects, is never waited for until the heartbeat.
+
 Either way a cancel lands within about a second of `jobs.cancel` returning. The run's
 outcome is `lost`, as when the heartbeat finds it: the store already holds what ended it.
 The watch is a thread of its own, started with the first async run and ended after
@@ -33,6 +37,8 @@ logger = logging.getLogger("anole_jobs.worker")
 
 #: Seconds between two looks at the store without push (SQLite; PostgreSQL with NOTIFY off).
 POLL_SECONDS = 0.5
+#: With push, seconds between two looks all the same (a wake-up missed or lost).
+PUSH_POLL_SECONDS = 1.0
 #: Seconds without async runs after which the watch's thread ends (the next run starts one).
 IDLE_SECONDS = 5.0
 
@@ -90,7 +96,8 @@ class CancelWatch:
             store.subscribe_finished(()).close()  # starts the store's listener, if it has one
         subscription = store.finished_wakeups.subscribe_all()
         idle_since: float | None = None
-        next_poll = monotonic() + POLL_SECONDS
+        every = PUSH_POLL_SECONDS if self.push else POLL_SECONDS
+        next_poll = monotonic()  # the first round asks about every run: nothing was heard yet
         try:
             while True:
                 woken = subscription.wait(POLL_SECONDS)
@@ -105,9 +112,9 @@ class CancelWatch:
                             break
                         continue
                     idle_since = None
-                    if EVERY_NAME in woken or (not self.push and now >= next_poll):
+                    if EVERY_NAME in woken or now >= next_poll:
                         targets = list(self._runs.values())
-                        next_poll = now + POLL_SECONDS
+                        next_poll = now + every
                     else:
                         targets = [
                             run

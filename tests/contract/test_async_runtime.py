@@ -89,6 +89,26 @@ def test_a_cancel_reaches_a_running_async_handler_within_two_seconds(running: An
     assert (record.state, record.attempt) == ("cancelled", 1)
 
 
+def test_a_cancel_whose_wake_up_is_lost_still_lands_within_two_seconds(
+    running: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch for cancels does not rely on the wake-up alone: one sent before its
+    subscription was in place, or lost on the way (here: every one), is made up for by its
+    own looks at the store, not left to the heartbeat (LEASE/3, 10 s here)."""
+    env = running
+    hub = env.jobs.service.store.finished_wakeups
+    monkeypatch.setattr(hub, "wake", lambda queues: None)  # no process hears a job end
+    job_id = env.jobs.enqueue(AsyncHold(name="unheard")).id
+    env.jobs.start()
+    BOARD.wait("unheard.started", WAIT)
+    env.jobs.cancel(job_id)
+    returned = time.monotonic()
+    seen, error = BOARD.wait("unheard.canceled", WAIT)
+    assert error == "CancelledError"
+    assert seen - returned < END_TO_END, f"the cancel took {seen - returned:.2f} s"
+    wait_states(env, [job_id], "cancelled")
+
+
 def test_a_timeout_cancels_the_task_and_retries_or_kills_the_job(running: Any) -> None:
     env = running
     job_id = env.jobs.enqueue(AsyncHoldTimeout(name="late")).id
