@@ -24,6 +24,7 @@ Leaf module: it imports only `errors`.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -75,6 +76,17 @@ def _number(value: int) -> str:
         return str(value)
     digits = int(abs(value).bit_length() * 0.30103) + 1  # log10(2): about that many digits
     return f"{'minus ' if value < 0 else ''}a number of about {digits} digits"
+
+
+#: What no store can hold in text: NUL (PostgreSQL refuses it) and lone surrogates (not UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """`value` with each character no store can hold (a NUL, a lone surrogate) replaced by
+    U+FFFD: for text a job's run produces and the store keeps as it is (an error's message
+    and traceback, a log line), where refusing it would lose the attempt's outcome."""
+    return _UNSTORABLE.sub("\ufffd", value) if _UNSTORABLE.search(value) else value
 
 
 def text_problem(value: str) -> str | None:

@@ -6,7 +6,7 @@ as JSON with times as ISO 8601 text, and this module turns them back into the sh
 `JobRecord.progress`, `JobRecord.logs` and `JobRecord.attempts` promise (times as aware UTC
 datetimes). The outcome names of an attempt live here too (docs/timeline.md lists them).
 
-Leaf module: it imports nothing of the package.
+Leaf module: of the package it imports only `bounds` (what a store can hold).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
+
+from anole_jobs.bounds import storable_text
 
 #: The longest message kept for a `job.progress` call or a log record (longer ones are cut,
 #: with an ellipsis): the job's row holds them, and every page shows them.
@@ -61,7 +63,9 @@ def attempt_outcome(run_outcome: str) -> str:
 
 # -- writing ---------------------------------------------------------------------------------
 def bounded(message: str, limit: int = MESSAGE_CHARS) -> str:
-    """`message`, cut to `limit` characters (the last one an ellipsis) when longer."""
+    """`message`, cut to `limit` characters (the last one an ellipsis) when longer, with what
+    no store can hold (a NUL, a lone surrogate) replaced (`bounds.storable_text`)."""
+    message = storable_text(message)
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 

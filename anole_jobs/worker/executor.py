@@ -34,6 +34,7 @@ from django.db import transaction
 
 from anole_jobs import codec, deploys, encryption, events, offload, reporting, timeline, tracing
 from anole_jobs.backoff import default_backoff
+from anole_jobs.bounds import storable_text
 from anole_jobs.clock import monotonic
 from anole_jobs.core import ErrorEntry
 from anole_jobs.errors import Canceled, Discard, ResultTooLarge, RetryIn, SignalTimeout, Snooze
@@ -700,12 +701,14 @@ class Executor:
         explanations = job.explanations
         if explanations:
             message = "; ".join(explanations) + (f": {message}" if message else "")
+        # An error's text is the handler's: what no store can hold (a NUL, a lone surrogate)
+        # is replaced, or the write of the attempt's outcome (and its batch) would fail.
         return ErrorEntry(
             at=now,
             attempt=job.attempt,
-            type=type_name,
-            message=message[:MESSAGE_CHARS],
-            traceback=_short_traceback(error) if error is not None else "",
+            type=storable_text(type_name),
+            message=storable_text(message[:MESSAGE_CHARS]),
+            traceback=storable_text(_short_traceback(error)) if error is not None else "",
         )
 
     def _after_complete_in(

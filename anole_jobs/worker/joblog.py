@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from anole_jobs import timeline
+from anole_jobs.bounds import storable_text
 
 _current: ContextVar[Capture | None] = ContextVar("anole_jobs_job_log", default=None)
 _install_lock = threading.Lock()
@@ -116,8 +117,8 @@ class Capture:
             line = {
                 "attempt": self.attempt,
                 "at": self.clock().isoformat(),
-                "level": record.levelname,
-                "logger": record.name,
+                "level": storable_text(record.levelname),
+                "logger": storable_text(record.name),
                 "message": timeline.bounded(message),
             }
             if self._lock is None:

@@ -470,3 +470,26 @@ def test_a_job_completed_by_older_code_shows_its_completed_attempt_once(env):
     assert env.jobs.get(job_id).attempts == expected
     env.jobs.retry(job_id)  # a retry keeps it once too
     assert env.jobs.get(job_id).attempts == expected
+
+
+def test_text_no_store_can_hold_is_replaced_in_logs_progress_and_errors_not_lost(env):
+    """A NUL (PostgreSQL refuses it) or a lone surrogate (not UTF-8) in what a handler logs,
+    reports or raises is replaced by U+FFFD: before, the SQL stores refused the write that
+    ends the attempt, so its outcome (and those of its batch) was never saved."""
+
+    def hostile(job, args):
+        log.info("nul \x00 and lone \ud800 in a line")
+        job.progress(1, 2, "progress \x00 \udfff")
+        if job.attempt == 1:
+            raise ValueError("error \x00 \ud800")
+
+    HOOKS["hostile"] = hostile
+    job = env.jobs.enqueue(Work(action="hostile"))
+    assert env.jobs.step().outcomes() == {job.id: "retried"}
+    record = env.jobs.get(job.id)
+    assert [e["message"] for e in record.errors] == ["error \ufffd \ufffd"]
+    assert "\x00" not in record.errors[0]["traceback"]
+    assert [line["message"] for line in record.logs] == ["nul \ufffd and lone \ufffd in a line"]
+    assert record.progress["message"] == "progress \ufffd \ufffd"
+    env.clock.advance(3600)
+    assert env.jobs.step().outcomes() == {job.id: "completed"}
