@@ -21,6 +21,8 @@ from typing import Any
 
 from anole_jobs import Job, jobs, kind
 
+from . import e2e_jobs
+
 #: A value each job sets in its own context: another job never sees it.
 OWN = contextvars.ContextVar("async_jobs_own", default=None)
 
@@ -229,6 +231,4 @@ async def async_sync_calls(job: Job, args: AsyncSyncCalls) -> dict[str, Any]:
 
 def _touch(marker: str, job: Job, what: str) -> None:
     """An e2e marker file (``<id>.<attempt>.<what>``) holding the wall-clock time."""
-    if marker:
-        Path(marker, f"{job.id}.{job.attempt}.{what}").write_text(repr(time.time()))
-        print(f"e2e-marker {job.id}.{job.attempt}.{what}", flush=True)
+    e2e_jobs.touch(marker, job, what, repr(time.time()))

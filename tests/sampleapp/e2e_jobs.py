@@ -24,11 +24,18 @@ from django.db import connection
 from anole_jobs import Canceled, Debounce, Job, jobs, kind
 
 
-def touch(marker: str, job: Job, what: str) -> None:
+def touch(marker: str, job: Job, what: str, text: str = "") -> None:
+    """Make ``<marker>/<id>.<attempt>.<what>`` holding `text` (nothing if `marker` is empty).
+
+    The file appears whole: it is written under another name and renamed, so a test that sees
+    the name never reads it half-written (a plain `write_text` creates it empty first)."""
     if marker:
-        Path(marker, f"{job.id}.{job.attempt}.{what}").touch()
+        name = f"{job.id}.{job.attempt}.{what}"
+        partial = Path(marker, f".{name}.{os.getpid()}.partial")
+        partial.write_text(text)
+        os.replace(partial, Path(marker, name))
         # Also a line on stdout, so a test reading the process's output wakes at once.
-        print(f"e2e-marker {job.id}.{job.attempt}.{what}", flush=True)
+        print(f"e2e-marker {name}", flush=True)
 
 
 @kind("e2e.noop", attempts=3)
@@ -463,8 +470,7 @@ class ClaimTime:
 def claim_time(job: Job, args: ClaimTime) -> None:
     record = jobs.get(job.id)
     assert record is not None and record.attempted_at is not None
-    Path(args.marker, f"{job.id}.{job.attempt}.claimed").write_text(record.attempted_at.isoformat())
-    print(f"e2e-marker {job.id}.{job.attempt}.claimed", flush=True)
+    touch(args.marker, job, "claimed", record.attempted_at.isoformat())
 
 
 @kind("e2e.debounced", debounce=Debounce(by="key", wait=3))
@@ -481,9 +487,7 @@ class Debounced:
 @jobs.handler(Debounced)
 def debounced(job: Job, args: Debounced) -> None:
     touch(args.marker, job, "started")
-    if args.marker:
-        Path(args.marker, f"{job.id}.{job.attempt}.finished").write_text(str(args.n))
-        print(f"e2e-marker {job.id}.{job.attempt}.finished", flush=True)
+    touch(args.marker, job, "finished", str(args.n))
 
 
 KINDS = {
