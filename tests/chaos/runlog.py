@@ -68,11 +68,18 @@ def listen() -> None:
     events.bus.subscribe(on_event)
 
 
+def complete_lines(text: str) -> list[str]:
+    """The lines of `text` that end with a newline. A reader running beside a writer may catch
+    a record whose write crosses a page boundary with only its first page in the file; the
+    rest follows at once, and the next read has it whole."""
+    return text[: text.rfind("\n") + 1].splitlines()
+
+
 def read(directory: Path) -> list[dict[str, Any]]:
     """Every record of every process in `directory`, in time order."""
     records = []
     for path in directory.glob("*.jsonl"):
-        for line in path.read_text().splitlines():
+        for line in complete_lines(path.read_text()):
             if line.strip():
                 records.append(json.loads(line))
     records.sort(key=lambda r: r["t"])

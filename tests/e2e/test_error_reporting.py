@@ -22,7 +22,9 @@ REPORTER = "tests.e2e.reporter.to_file"
 def reports(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    text = path.read_text(encoding="utf-8")
+    # Only whole lines: a line being appended as this reads is read on the next call.
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines()]
 
 
 def test_runjobs_reports_each_failed_attempt_once(backend: Backend) -> None:
