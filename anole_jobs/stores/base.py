@@ -407,9 +407,15 @@ class Store(ABC):
     @abstractmethod
     def record_logs(self, run: RunRef, logs: str, keep: int) -> bool:
         """Append `logs` (a JSON array of job's-log lines, oldest first) to the job's log,
-        which then keeps its newest `keep` lines, fenced like `finish`; returns whether it was
-        written. The runtime stores a running attempt's lines with it about once a second; the
-        run's `Finish` carries the lines not stored yet (`logs`, `logs_kept`) the same way."""
+        which then keeps its newest `keep` lines; returns whether it was written. The runtime
+        stores a running attempt's lines with it about once a second; the run's `Finish`
+        carries the lines not stored yet (`logs`, `logs_kept`) the same way.
+
+        Fenced like `finish`, with one exception: a job cancelled during this run (state
+        ``cancelled``, same attempt and claim token) still takes them. A cancel ends the job at
+        once, so the run's own end is refused; its last lines (the ones it logged while it
+        wound down) then come through here. Nothing else moves a cancelled job on without a
+        new claim, which changes the token, so no other run's lines can land."""
 
     # -- maintenance -----------------------------------------------------------------------
     @abstractmethod

@@ -214,6 +214,10 @@ class _Row:
     def fenced(self, run: RunRef) -> bool:
         return self.state == "running" and self.attempt == run.attempt and self.token == run.token
 
+    def cancelled_during(self, run: RunRef) -> bool:
+        """Whether a cancel ended the job while `run` ran (see `Store.record_logs`)."""
+        return self.state == "cancelled" and self.attempt == run.attempt and self.token == run.token
+
 
 def _plain_entry(row: _Row) -> tuple[int, datetime, int]:
     return (-row.priority, row.scheduled_at, row.id)
@@ -556,7 +560,7 @@ class MemoryStore(MemoryAudit, MemoryWorkers, Store):
     def record_logs(self, run: RunRef, logs: str, keep: int) -> bool:
         with self._lock:
             row = self._rows.get(run.id)
-            if row is None or not row.fenced(run):
+            if row is None or not (row.fenced(run) or row.cancelled_during(run)):
                 return False
             row.logs = [*row.logs, *timeline_json(logs)][-keep:]
             return True

@@ -254,10 +254,15 @@ class Executor:
             log.live, log.run = self.live_logs, claimed.run  # joins at its first line
         return log
 
-    def _end_log(self, claimed: ClaimedJob, log: joblog.Capture | None) -> None:
+    def _end_log(self, claimed: ClaimedJob, log: joblog.Capture | None, scope: CancelScope) -> None:
         joblog.end(log)
         if log is not None and log.lines is not None and log.live is not None:
-            log.live.remove(claimed.run)
+            if scope.reason == "lost" and log.has_pending:
+                # No end will carry its lines: the flusher stores them, which keeps them if
+                # a cancel ended the job during this run (the lines it logged winding down).
+                log.last = True
+            else:
+                log.live.remove(claimed.run)
 
     def start_span(self, claimed: ClaimedJob) -> tracing.RunSpan:
         record = claimed.record
@@ -297,7 +302,7 @@ class Executor:
             # reach only the main thread; `jobs.step()` tells a real Ctrl-C apart itself.)
             error = exc
         finally:
-            self._end_log(claimed, log)
+            self._end_log(claimed, log, scope)
         return self._conclude(prepared, scope, error, value, count_drains=True)
 
     async def arun(
@@ -324,7 +329,7 @@ class Executor:
         except BaseException as exc:  # noqa: BLE001 - every way out is an outcome
             error = exc
         finally:
-            self._end_log(claimed, log)
+            self._end_log(claimed, log, scope)
         attempt = self._conclude(prepared, scope, error, value, count_drains=False)
         if attempt.outcome == "interrupted" or (
             attempt.finish is not None and drained.KEY in control.meta

@@ -70,6 +70,7 @@ class Capture:
         "attempt",
         "clock",
         "keep",
+        "last",
         "lines",
         "live",
         "run",
@@ -94,6 +95,9 @@ class Capture:
         self.live: LiveCaptures | None = None
         self.run: Any = None
         self.seen = False  # the flusher has met this attempt before (it is not brand new)
+        # The attempt ended with no write of its own (its run was lost: a cancel, or the job
+        # moved on): the flusher stores what is left once, then forgets it.
+        self.last = False
         self._busy = False
         self._added = 0  # lines ever added (`lines` keeps the newest `keep`)
         self._stored = 0  # of those, how many the store has

@@ -2,7 +2,9 @@
 running attempts of this runtime logged since (one `Store.record_logs` per attempt with new
 lines), so they show on the job's page while it runs and stay when the attempt never writes
 its end (a cancel, a killed worker). An attempt younger than a round stores nothing here:
-short jobs keep their one write, the end's, which carries the lines not stored yet.
+short jobs keep their one write, the end's, which carries the lines not stored yet. A run
+that ends lost (a cancel, or the job moved on) writes no end: its last lines go here once,
+and the store keeps them if a cancel ended the job during that run.
 
 Best effort: a write that fails is logged at DEBUG and the attempt's end carries its lines.
 """
@@ -15,6 +17,7 @@ import logging
 from anole_jobs.background import BackgroundThread, Idle
 from anole_jobs.service import JobService
 from anole_jobs.stores.base import RunRef
+from anole_jobs.worker import joblog
 from anole_jobs.worker.executor import Executor
 
 logger = logging.getLogger("anole_jobs.worker")
@@ -35,14 +38,28 @@ class LogFlusher(BackgroundThread):
         self.interval = interval
 
     def run_once(self) -> float:
-        for run, capture in self.executor.live_logs.items():
-            if not capture.seen:
+        live = self.executor.live_logs
+        for run, capture in live.items():
+            if capture.last:
+                self._store_last(run, capture)
+            elif not capture.seen:
                 capture.seen = True  # met once: stored from the next round on
             elif capture.has_pending:
                 capture.store_pending(functools.partial(self._write, run, keep=capture.keep))
         # Idle whatever it wrote: its failures are its attempts' to carry (see `_write`),
         # not the store's health to report.
         return Idle(self.interval)
+
+    def on_exit(self) -> None:
+        # A worker stopping: the lines of lost runs still waiting go now, not with a round.
+        for run, capture in self.executor.live_logs.items():
+            if capture.last:
+                self._store_last(run, capture)
+
+    def _store_last(self, run: RunRef, capture: joblog.Capture) -> None:
+        """A lost run's lines: one try, then the capture is forgotten."""
+        capture.store_pending(functools.partial(self._write, run, keep=capture.keep))
+        self.executor.live_logs.remove(run)
 
     def _write(self, run: RunRef, text: str, *, keep: int) -> bool:
         try:

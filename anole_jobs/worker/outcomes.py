@@ -97,6 +97,8 @@ class Outcomes:
         for attempt, written in ended:
             saved = written is not None
             outcome: Outcome = "lost" if written is False else attempt.outcome
+            if written is False and attempt.finish is not None and attempt.finish.logs:
+                self._keep_last_lines(attempt.finish)
             error = attempt.error
             error_type = error.type if error is not None else None
             self._log(attempt, outcome, saved, error)
@@ -123,6 +125,18 @@ class Outcomes:
             for run in finished:
                 bus.emit(events.RUN_FINISHED, **run._asdict())
         return outcomes
+
+    def _keep_last_lines(self, finish: Finish) -> None:
+        """The job's-log lines of a run whose end the fence refused: kept if a cancel ended
+        the job during the run (the store takes them then, see `Store.record_logs`), so the
+        lines a handler logged while it wound down stay with the job. A rescued or retried
+        job refuses them; a store error only costs these lines."""
+        if finish.logs == "[]":
+            return
+        try:
+            self.service.store.record_logs(finish.run, finish.logs, finish.logs_kept)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - a lost line must not lose the outcome's record
+            logger.debug("job %s: its last log lines were not stored: %s", finish.run.id, exc)
 
     # -- the log line --------------------------------------------------------------------------
     def _log(

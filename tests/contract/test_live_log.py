@@ -1,7 +1,8 @@
 """The job's log while the job runs, on every store: in a worker started in this process, the
 lines a long attempt logged show on `jobs.get` before the attempt ends (stored about once a
 second), the attempt's end adds only the lines not stored yet (none twice), and an attempt
-cancelled while it runs keeps the lines stored before the cancel. Sync and async handlers."""
+cancelled while it runs keeps its lines, also those it logs as it winds down after the cancel.
+Sync and async handlers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.sampleapp.timeline_jobs import LIVE_GATE, AsyncLiveLog, LiveLog
+from tests.sampleapp.timeline_jobs import LIVE_GATE, AsyncLiveLog, DeafLiveLog, LiveLog
 from tests.support.waiting import wait_until
 
 WAIT = 20.0
@@ -51,12 +52,41 @@ def test_a_running_jobs_log_shows_before_its_end_and_no_line_twice(running: Any,
 
 
 @pytest.mark.parametrize("kind", [LiveLog, AsyncLiveLog], ids=["sync", "async"])
-def test_a_job_cancelled_while_it_runs_keeps_the_lines_stored_before(running: Any, kind) -> None:
+def test_a_job_cancelled_while_it_runs_keeps_its_lines_and_those_it_logs_winding_down(
+    running: Any, kind
+) -> None:
     env = running
     job_id = env.jobs.enqueue(kind(name="doomed")).id
     env.jobs.start()
     wait_for(env, job_id, "its first line stored while it runs", lambda r: r.logs and r)
     env.jobs.cancel(job_id)
-    record = wait_for(env, job_id, "cancelled", lambda r: r.state == "cancelled" and r)
-    assert [line["message"] for line in record.logs] == ["doomed: before the gate"]
+    wait_for(env, job_id, "cancelled", lambda r: r.state == "cancelled")
+    # The cancel ended the job, so the run's own end is refused; the line the handler logged
+    # as it saw the cancel still reaches the job's log, after it.
+    record = wait_for(env, job_id, "its last line", lambda r: len(r.logs) == 2 and r)
+    assert [line["message"] for line in record.logs] == [
+        "doomed: before the gate",
+        "doomed: cancelled, cleaning up",
+    ]
+    assert {line["attempt"] for line in record.logs} == {1}
+    assert [a["outcome"] for a in record.attempts] == ["cancelled"]
+    env.jobs.stop(drain=True)  # every run has ended: no line may come twice
+    assert messages(env, job_id) == ["doomed: before the gate", "doomed: cancelled, cleaning up"]
+
+
+def test_a_handler_that_never_sees_its_cancel_keeps_the_lines_it_logs_before_returning(
+    running: Any,
+) -> None:
+    env = running
+    job_id = env.jobs.enqueue(DeafLiveLog(name="deaf")).id
+    env.jobs.start()
+    wait_for(env, job_id, "its first line stored while it runs", lambda r: r.logs and r)
+    env.jobs.cancel(job_id)
+    LIVE_GATE.set()  # it returns as if nothing happened: the store refuses that end
+    record = wait_for(env, job_id, "its last line", lambda r: len(r.logs) == 2 and r)
+    assert record.state == "cancelled"
+    assert [line["message"] for line in record.logs] == [
+        "deaf: before the gate",
+        "deaf: after the gate",
+    ]
     assert [a["outcome"] for a in record.attempts] == ["cancelled"]

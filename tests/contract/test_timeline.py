@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from anole_jobs import timeline
-from anole_jobs.stores.base import Finish
+from anole_jobs.stores.base import Finish, RunRef
 from anole_jobs.testing.contract.support import claim
 from tests.sampleapp.jobs import HOOKS, AsyncWork, Work
 
@@ -345,6 +345,43 @@ def test_record_logs_appends_a_running_attempts_lines_keeps_the_newest_and_is_fe
     # The run is over: nothing more is written for it.
     assert env.store.record_logs(claimed.run, lines("late"), 3) is False
     assert [line["message"] for line in env.jobs.get(job.id).logs] == ["c", "d", "e"]
+
+
+def test_record_logs_takes_the_last_lines_of_a_run_a_cancel_ended_and_no_others(env):
+    """A cancel ends a running job at once, so the run's own end is refused; the lines it
+    logged while winding down still come through `record_logs`, for that run only."""
+    job = env.jobs.enqueue(Work())
+    now = env.clock()
+
+    def lines(*messages):
+        return timeline.encode(
+            [
+                {"attempt": 1, "at": now.isoformat(), "level": "INFO", "logger": "x", "message": m}
+                for m in messages
+            ]
+        )
+
+    (claimed,) = claim(env.store, now)
+    run = claimed.run
+    assert env.store.record_logs(run, lines("working"), 10) is True
+    env.jobs.cancel(job.id)
+    assert env.store.finish([Finish(run=run, state="completed", at=now)]) == [False]
+    other_token = RunRef(id=run.id, attempt=run.attempt, token=run.token + 1)
+    assert env.store.record_logs(other_token, lines("not this run's"), 10) is False
+    other_attempt = RunRef(id=run.id, attempt=run.attempt + 1, token=run.token)
+    assert env.store.record_logs(other_attempt, lines("not this attempt's"), 10) is False
+    assert env.store.record_logs(run, lines("winding down"), 10) is True
+    record = env.jobs.get(job.id)
+    assert record.state == "cancelled"
+    assert [line["message"] for line in record.logs] == ["working", "winding down"]
+    # Retried, the job has moved on: the old run's lines are refused, before and after its
+    # next claim.
+    env.jobs.retry(job.id)
+    assert env.store.record_logs(run, lines("late"), 10) is False
+    (again,) = claim(env.store, now)
+    assert again.run.token != run.token
+    assert env.store.record_logs(run, lines("late"), 10) is False
+    assert [line["message"] for line in env.jobs.get(job.id).logs] == ["working", "winding down"]
 
 
 def test_retry_keeps_the_timeline(env):

@@ -110,12 +110,14 @@ async def async_nap(job: Job, args: AsyncNap) -> dict[str, Any]:
 class AsyncHold:
     """Notes ``<name>.started`` (and logs `say` at INFO, if given), waits for `RELEASE`
     (checked between short awaits), notes ``<name>.canceled`` with the `CancelledError`'s
-    type if its task is cancelled, and lets the cancel go up."""
+    type if its task is cancelled (and logs `say_on_cancel`, if given), and lets the cancel
+    go up."""
 
     name: str = ""
     marker: str = ""
     seconds: float = 30.0
     say: str = ""
+    say_on_cancel: str = ""
 
 
 @jobs.handler(AsyncHold)
@@ -131,6 +133,8 @@ async def async_hold(job: Job, args: AsyncHold) -> str:
         while not RELEASE.is_set() and time.monotonic() < end:
             await asyncio.sleep(0.01)
     except asyncio.CancelledError as exc:
+        if args.say_on_cancel:
+            logging.getLogger("tests.asyncrt").info(args.say_on_cancel)
         BOARD.note(f"{name}.canceled", type(exc).__name__)
         _touch(args.marker, job, "canceled")
         raise

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
-from anole_jobs import Job, jobs, kind
+from anole_jobs import Canceled, Job, jobs, kind
 
 log = logging.getLogger("tests.timeline_jobs")
 
@@ -55,7 +55,8 @@ LIVE_GATE = threading.Event()
 @kind("test.timeline_live", attempts=1)
 @dataclass
 class LiveLog:
-    """Logs a line, then runs until `LIVE_GATE` is set (or the run is cancelled)."""
+    """Logs a line, then runs until `LIVE_GATE` is set; cancelled meanwhile, it logs that it
+    cleans up and lets the cancel end it."""
 
     name: str = "live"
 
@@ -63,8 +64,28 @@ class LiveLog:
 @jobs.handler(LiveLog)
 def live_log(job: Job, args: LiveLog) -> None:
     log.info("%s: before the gate", args.name)
-    while not LIVE_GATE.is_set():
-        job.sleep(timedelta(seconds=0.02))  # cancel-aware
+    try:
+        while not LIVE_GATE.is_set():
+            job.sleep(timedelta(seconds=0.02))  # cancel-aware
+    except Canceled:
+        log.info("%s: cancelled, cleaning up", args.name)
+        raise
+    log.info("%s: after the gate", args.name)
+
+
+@kind("test.timeline_live_deaf", attempts=1)
+@dataclass
+class DeafLiveLog:
+    """`LiveLog` that never looks for a cancel: it waits on `LIVE_GATE` alone, then logs its
+    last line and returns (its end is refused if the job was cancelled meanwhile)."""
+
+    name: str = "deaf"
+
+
+@jobs.handler(DeafLiveLog)
+def deaf_live_log(job: Job, args: DeafLiveLog) -> None:
+    log.info("%s: before the gate", args.name)
+    LIVE_GATE.wait()
     log.info("%s: after the gate", args.name)
 
 
@@ -79,6 +100,10 @@ async def async_live_log(job: Job, args: AsyncLiveLog) -> None:
     import asyncio
 
     log.info("%s: before the gate", args.name)
-    while not LIVE_GATE.is_set():
-        await asyncio.sleep(0.02)  # a cancel raises CancelledError here
+    try:
+        while not LIVE_GATE.is_set():
+            await asyncio.sleep(0.02)  # a cancel raises CancelledError here
+    except asyncio.CancelledError:
+        log.info("%s: cancelled, cleaning up", args.name)
+        raise
     log.info("%s: after the gate", args.name)

@@ -589,7 +589,11 @@ class SQLStore(SQLDurable, SQLFairFlow, SQLFlow, SQLLimits, SQLWorkers, Store):
     def record_logs(self, run: RunRef, logs: str, keep: int) -> bool:
         # Read, append and cut in one transaction with the row locked (SQLite: the write
         # lock): about once a second per long attempt, so plain Python over both vendors.
-        fence = " WHERE id = %s AND attempt = %s AND claim_token = %s AND state = 'running'"
+        # A job cancelled during the run still takes its last lines (see Store.record_logs).
+        fence = (
+            " WHERE id = %s AND attempt = %s AND claim_token = %s"
+            " AND state IN ('running', 'cancelled')"
+        )
         lock = " FOR UPDATE" if self.vendor == "postgresql" else ""
         with self.write_lock(), self.cursor() as cursor:
             cursor.execute(
