@@ -37,6 +37,17 @@ def wait_for(env: Any, job_id: int, what: str, check: Any) -> Any:
     return wait_until(lambda: check(env.jobs.get(job_id)), f"job {job_id}: {what}", WAIT)
 
 
+def cancelled_after_its_first_line(env: Any, args: Any) -> int:
+    """Enqueue `args`, start the workers, and cancel the job once its first line is stored
+    (the handler still runs); its id."""
+    job_id = env.jobs.enqueue(args).id
+    env.jobs.start()
+    wait_for(env, job_id, "its first line stored while it runs", lambda r: r.logs and r)
+    env.jobs.cancel(job_id)
+    assert env.jobs.get(job_id).state == "cancelled"
+    return job_id
+
+
 @pytest.mark.parametrize("kind", [LiveLog, AsyncLiveLog], ids=["sync", "async"])
 def test_a_running_jobs_log_shows_before_its_end_and_no_line_twice(running: Any, kind) -> None:
     env = running
@@ -56,11 +67,7 @@ def test_a_job_cancelled_while_it_runs_keeps_its_lines_and_those_it_logs_winding
     running: Any, kind
 ) -> None:
     env = running
-    job_id = env.jobs.enqueue(kind(name="doomed")).id
-    env.jobs.start()
-    wait_for(env, job_id, "its first line stored while it runs", lambda r: r.logs and r)
-    env.jobs.cancel(job_id)
-    wait_for(env, job_id, "cancelled", lambda r: r.state == "cancelled")
+    job_id = cancelled_after_its_first_line(env, kind(name="doomed"))
     # The cancel ended the job, so the run's own end is refused; the line the handler logged
     # as it saw the cancel still reaches the job's log, after it.
     record = wait_for(env, job_id, "its last line", lambda r: len(r.logs) == 2 and r)
@@ -78,10 +85,7 @@ def test_a_handler_that_never_sees_its_cancel_keeps_the_lines_it_logs_before_ret
     running: Any,
 ) -> None:
     env = running
-    job_id = env.jobs.enqueue(DeafLiveLog(name="deaf")).id
-    env.jobs.start()
-    wait_for(env, job_id, "its first line stored while it runs", lambda r: r.logs and r)
-    env.jobs.cancel(job_id)
+    job_id = cancelled_after_its_first_line(env, DeafLiveLog(name="deaf"))
     LIVE_GATE.set()  # it returns as if nothing happened: the store refuses that end
     record = wait_for(env, job_id, "its last line", lambda r: len(r.logs) == 2 and r)
     assert record.state == "cancelled"
@@ -90,3 +94,5 @@ def test_a_handler_that_never_sees_its_cancel_keeps_the_lines_it_logs_before_ret
         "deaf: after the gate",
     ]
     assert [a["outcome"] for a in record.attempts] == ["cancelled"]
+    env.jobs.stop(drain=True)  # every run has ended: no line may come twice
+    assert messages(env, job_id) == ["deaf: before the gate", "deaf: after the gate"]

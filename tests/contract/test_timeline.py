@@ -17,6 +17,22 @@ from tests.sampleapp.jobs import HOOKS, AsyncWork, Work
 log = logging.getLogger("tests.timeline")
 
 
+def log_lines(now, attempt, *messages):
+    """`messages` as the JSON text of job's-log lines of `attempt`, logged at `now`."""
+    return timeline.encode(
+        [
+            {
+                "attempt": attempt,
+                "at": now.isoformat(),
+                "level": "INFO",
+                "logger": "x",
+                "message": text,
+            }
+            for text in messages
+        ]
+    )
+
+
 def test_a_job_that_reports_nothing_has_an_empty_timeline_until_it_runs(env):
     job = env.jobs.enqueue(Work())
     record = env.jobs.get(job.id)
@@ -262,18 +278,7 @@ def test_a_finish_keeps_the_newest_logs_kept_lines(env):
     now = env.clock()
 
     def lines(attempt, *messages):
-        return timeline.encode(
-            [
-                {
-                    "attempt": attempt,
-                    "at": now.isoformat(),
-                    "level": "INFO",
-                    "logger": "x",
-                    "message": m,
-                }
-                for m in messages
-            ]
-        )
+        return log_lines(now, attempt, *messages)
 
     (first,) = claim(env.store, now)
     retrying = Finish(
@@ -311,12 +316,7 @@ def test_record_logs_appends_a_running_attempts_lines_keeps_the_newest_and_is_fe
     now = env.clock()
 
     def lines(*messages):
-        return timeline.encode(
-            [
-                {"attempt": 1, "at": now.isoformat(), "level": "INFO", "logger": "x", "message": m}
-                for m in messages
-            ]
-        )
+        return log_lines(now, 1, *messages)
 
     (claimed,) = claim(env.store, now)
     assert env.store.record_logs(claimed.run, lines("a", "b"), 3) is True
@@ -354,12 +354,7 @@ def test_record_logs_takes_the_last_lines_of_a_run_a_cancel_ended_and_no_others(
     now = env.clock()
 
     def lines(*messages):
-        return timeline.encode(
-            [
-                {"attempt": 1, "at": now.isoformat(), "level": "INFO", "logger": "x", "message": m}
-                for m in messages
-            ]
-        )
+        return log_lines(now, 1, *messages)
 
     (claimed,) = claim(env.store, now)
     run = claimed.run
