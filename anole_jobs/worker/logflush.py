@@ -38,8 +38,7 @@ class LogFlusher(BackgroundThread):
         self.interval = interval
 
     def run_once(self) -> float:
-        live = self.executor.live_logs
-        for run, capture in live.items():
+        for run, capture in self.executor.live_logs.items():
             if capture.last:
                 self._store_last(run, capture)
             elif not capture.seen:
@@ -58,12 +57,17 @@ class LogFlusher(BackgroundThread):
 
     def _store_last(self, run: RunRef, capture: joblog.Capture) -> None:
         """A lost run's lines: one try, then the capture is forgotten."""
-        capture.store_pending(functools.partial(self._write, run, keep=capture.keep))
+        capture.store_pending(functools.partial(self._write, run, keep=capture.keep, last=True))
         self.executor.live_logs.remove(run)
 
-    def _write(self, run: RunRef, text: str, *, keep: int) -> bool:
+    def _write(self, run: RunRef, text: str, *, keep: int, last: bool = False) -> bool:
         try:
             return self.service.store.record_logs(run, text, keep)
         except Exception:  # noqa: BLE001 - best effort: the attempt's end carries the lines
-            logger.debug("job %s: its log lines wait for the attempt's end", run.id, exc_info=True)
+            if last:  # a lost run: no end will carry them
+                logger.debug("job %s: its last log lines were not stored", run.id, exc_info=True)
+            else:
+                logger.debug(
+                    "job %s: its log lines wait for the attempt's end", run.id, exc_info=True
+                )
             return False

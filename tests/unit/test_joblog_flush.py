@@ -99,3 +99,37 @@ def test_the_end_waits_for_a_flush_in_flight_and_carries_only_what_it_did_not_st
     end.join(10)
     assert [messages(text) for text in ended] == [["b"]]
     capture.store_pending(lambda text: pytest.fail("no flush after the end"))
+
+
+class _DownStore:
+    def record_logs(self, run, logs, keep):
+        raise ConnectionError("the store is down")
+
+
+class _Service:
+    store = _DownStore()
+
+
+class _Executor:
+    def __init__(self) -> None:
+        self.live_logs = joblog.LiveCaptures()
+
+
+def test_a_lost_runs_last_lines_get_one_try_and_a_failure_says_they_were_dropped(caplog) -> None:
+    from anole_jobs.stores.base import RunRef
+    from anole_jobs.worker.logflush import LogFlusher
+
+    executor = _Executor()
+    run = RunRef(id=7, attempt=1, token=3)
+    capture = joblog.begin(keep=3, attempt=1, clock=lambda: NOW)
+    capture.live, capture.run = executor.live_logs, run
+    try:
+        log.info("winding down")
+    finally:
+        joblog.end(capture)
+    capture.last = True  # as the executor marks a lost run's capture
+    flusher = LogFlusher(_Service(), executor)  # type: ignore[arg-type]
+    with caplog.at_level(logging.DEBUG, logger="anole_jobs.worker"):
+        flusher.run_once()
+    assert executor.live_logs.items() == []  # forgotten after its one try: the set cannot grow
+    assert [r.getMessage() for r in caplog.records] == ["job 7: its last log lines were not stored"]
